@@ -1,0 +1,153 @@
+#pragma once
+/** The ring protocol shared by every producer (cpu threads, CUDA threads) and the host reader.
+ *
+ * Memory: `data` is `capacity` bytes (a power of two), all zero except the records in
+ * [head, tail). Positions are 64-bit byte counts that never wrap; they are compared by
+ * difference, so `tail - head <= capacity` holds across the 2^64 wrap too.
+ *
+ *   record at pos & (capacity-1), 8-byte aligned, never straddles the end:
+ *   +------------+-------------+-------------+-----------------------+
+ *   | length u32 | consumer u32| fingerprint | payload (length bytes)| -> padded to 8
+ *   +------------+-------------+--- u64 -----+-----------------------+
+ *   length == 0      claimed, not yet committed (BUSY): the reader stops here
+ *   PAD flag         skip (length & mask) bytes: the tail end of the ring before a wrap
+ *   DISCARD flag     skip (length & mask) bytes: an aborted claim
+ *
+ * Producer: try_claim (CAS on tail, pad at the wrap) -> write payload -> commit (or abort).
+ * Reader: peek committed header -> consumer step -> release (zero the bytes, advance head;
+ * head is published in batches). Only the atomics differ between cpu and CUDA: the `Atomics`
+ * policy says where each word lives (see host_atomics here, cuda_atomics in devtap/cuda). */
+#include <devtap/config.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+struct record_header {
+  std::uint32_t length;       // the commit word: payload bytes | flags; 0 = BUSY
+  std::uint32_t consumer_id;  // 0 is the end-of-stream marker
+  std::uint64_t fingerprint;  // structural type fingerprint of the payload
+};
+static_assert(sizeof(record_header) == 16);
+
+inline constexpr std::uint32_t pad_flag = 1u << 31;
+inline constexpr std::uint32_t discard_flag = 1u << 30;
+inline constexpr std::uint32_t length_mask = discard_flag - 1;
+inline constexpr std::uint32_t end_of_stream_id = 0;
+inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;  // keeps lengths in 30 bits
+
+DEVTAP_HOST_DEVICE constexpr std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
+/** Bytes a record with `payload` bytes takes in the ring. */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t record_bytes(std::uint64_t payload) {
+  return align8(sizeof(record_header) + payload);
+}
+/** Largest record a ring accepts: half of it, so a record plus the padding before it always fits. */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t max_record_bytes(std::uint64_t capacity) { return capacity / 2; }
+
+struct ring_producer_side {                // cpu: host memory; CUDA: device memory
+  alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
+  alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
+};
+
+struct ring_consumer_side {                   // host memory (pinned and mapped for CUDA)
+  alignas(64) std::uint64_t head = 0;         // bytes released; written by the reader only
+  alignas(64) std::uint32_t reader_sleeping = 0;  // producers ring the doorbell only while set
+  std::uint32_t doorbell = 0;
+  alignas(64) std::uint32_t producers_waiting = 0;  // producers blocked for space
+  std::uint32_t closed = 0;                   // the reader has gone: blocked producers give up
+  std::uint32_t sticky_error = 0;             // a producer that cannot report (CUDA) leaves a code here
+};
+
+struct ring_view {
+  ring_producer_side* producer = nullptr;
+  ring_consumer_side* consumer = nullptr;
+  std::byte* data = nullptr;
+  std::uint64_t capacity = 0;  // power of two
+
+  DEVTAP_HOST_DEVICE record_header* header_at(std::uint64_t pos) const {
+    return reinterpret_cast<record_header*>(data + (pos & (capacity - 1)));
+  }
+  DEVTAP_HOST_DEVICE std::byte* payload_at(std::uint64_t pos) const {
+    return data + (pos & (capacity - 1)) + sizeof(record_header);
+  }
+};
+
+/** Atomics of host threads on host memory. */
+struct host_atomics {
+  template <class T> using producer_ref = std::atomic_ref<T>;
+  template <class T> using shared_ref = std::atomic_ref<T>;
+  static constexpr auto relaxed = std::memory_order_relaxed;
+  static constexpr auto acquire = std::memory_order_acquire;
+  static constexpr auto release = std::memory_order_release;
+  static constexpr auto seq_cst = std::memory_order_seq_cst;
+  static constexpr bool wakes_reader = true;  // the host reader may sleep on the doorbell
+};
+
+#if defined(__CUDACC__)
+#  define DEVTAP_HD_TEMPLATE _Pragma("nv_exec_check_disable")
+#else
+#  define DEVTAP_HD_TEMPLATE
+#endif
+
+/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos) {
+  typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
+  typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
+  std::uint64_t t = tail.load(Atomics::relaxed);
+  std::uint64_t pad;
+  for (;;) {
+    const std::uint64_t offset = t & (ring.capacity - 1);
+    pad = offset + bytes > ring.capacity ? ring.capacity - offset : 0;
+    if (t + pad + bytes - head_cache.load(Atomics::acquire) > ring.capacity) {
+      const std::uint64_t h =
+          typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->head).load(Atomics::acquire);
+      head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
+      if (t + pad + bytes - h > ring.capacity) return false;
+    }
+    if (tail.compare_exchange_weak(t, t + pad + bytes, Atomics::relaxed, Atomics::relaxed)) break;
+  }
+  if (pad != 0)  // the wrap: the rest of the ring becomes one padding record
+    typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
+        .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
+  pos = t + pad;
+  return true;
+}
+
+/** Publishes the record claimed at `pos`, whose payload is already written. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::uint32_t consumer_id,
+                               std::uint64_t fingerprint, std::uint32_t payload_bytes) {
+  record_header* h = ring.header_at(pos);
+  h->consumer_id = consumer_id;
+  h->fingerprint = fingerprint;
+  typename Atomics::template shared_ref<std::uint32_t> length(h->length);
+  if constexpr (Atomics::wakes_reader) {
+    // seq_cst exchange, then the sleeping flag: pairs with the reader's flag-then-recheck (no lost wake-up)
+    length.exchange(payload_bytes, Atomics::seq_cst);
+    typename Atomics::template shared_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
+    if (sleeping.load(Atomics::seq_cst) != 0) {
+      typename Atomics::template shared_ref<std::uint32_t> bell(ring.consumer->doorbell);
+      bell.fetch_add(1, Atomics::seq_cst);
+      bell.notify_one();
+    }
+  } else {
+    length.store(payload_bytes, Atomics::release);
+  }
+}
+
+/** Gives back a claim: the reader skips it. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uint64_t bytes) {
+  typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(pos)->length)
+      .store(static_cast<std::uint32_t>(bytes) | discard_flag, Atomics::release);
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
