@@ -57,8 +57,11 @@ struct ring_consumer_side {                   // host memory (pinned and mapped 
   alignas(64) std::uint32_t reader_sleeping = 0;  // producers ring the doorbell only while set
   std::uint32_t doorbell = 0;
   alignas(64) std::uint32_t producers_waiting = 0;  // producers blocked for space
-  std::uint32_t closed = 0;                   // the reader has gone: blocked producers give up
-  std::uint32_t sticky_error = 0;             // a producer that cannot report (CUDA) leaves a code here
+  std::uint32_t doorbell_space = 0;           // bumped when space is published while producers wait
+  std::uint32_t closed = 0;                   // no new records: the stream is ending or the reader gone
+  std::uint32_t sticky_error = 0;             // a producer that cannot throw (CUDA) leaves a code here
+  std::uint64_t dropped_records = 0;          // `drop` policy: what producers did not write
+  std::uint64_t dropped_bytes = 0;
 };
 
 struct ring_view {
@@ -82,6 +85,7 @@ struct host_atomics {
   static constexpr auto relaxed = std::memory_order_relaxed;
   static constexpr auto acquire = std::memory_order_acquire;
   static constexpr auto release = std::memory_order_release;
+  static constexpr auto acq_rel = std::memory_order_acq_rel;
   static constexpr auto seq_cst = std::memory_order_seq_cst;
   static constexpr bool wakes_reader = true;  // the host reader may sleep on the doorbell
 };
@@ -109,7 +113,8 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
       head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
       if (t + pad + bytes - h > ring.capacity) return false;
     }
-    if (tail.compare_exchange_weak(t, t + pad + bytes, Atomics::relaxed, Atomics::relaxed)) break;
+    // acq_rel: a claim after the end-of-stream claim sees `closed` (the closer sets it first)
+    if (tail.compare_exchange_weak(t, t + pad + bytes, Atomics::acq_rel, Atomics::relaxed)) break;
   }
   if (pad != 0)  // the wrap: the rest of the ring becomes one padding record
     typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)

@@ -2,6 +2,7 @@
 /** Where a ring's words live. A device allocates its ring through `device::allocate_ring`. */
 #include <devtap/outfeed/ring.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -17,6 +18,11 @@ struct ring_allocation {
   ring_view producer;
   bool producers_wake_reader = true;  // false: the reader polls (CUDA producers cannot notify)
   bool host_can_produce = true;       // false: host threads cannot claim (the tail lives on the GPU)
+
+  /** Bytes claimed so far (the tail): what `receiver::flush` waits for. Never launches device work. */
+  virtual std::uint64_t claimed_position() const {
+    return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_acquire);
+  }
 };
 
 /** A ring entirely in ordinary host memory: the cpu backend's, and the tests'. */

@@ -1,0 +1,107 @@
+#pragma once
+/** Consumer coroutines: `consumer<T>` is what a consumer returns, `inbox<T>` what it reads from.
+ *
+ *   devtap::consumer<Progress> report(devtap::inbox<Progress> in) {
+ *     while (auto p = co_await in.next()) { ... }   // std::nullopt at end of stream
+ *   }
+ *
+ * The receiver drives it: it hands over one record and resumes the coroutine, which runs until
+ * its next `co_await in.next()`. The record's bytes are released only then, which is why a span
+ * inside a received value stays valid until the next `co_await`. */
+#include <devtap/backend/device.hpp>
+
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+/** The hand-over slot between the receiver thread and one consumer coroutine. */
+template <class T>
+struct mailbox {
+  std::optional<T> value;  // empty with `pending` set: the end of the stream
+  const device* source = nullptr;
+  bool pending = false;
+};
+}  // namespace detail
+
+template <class T>
+class consumer;
+
+/** Where a consumer coroutine reads its values from, one device's stream (or all, when shared). */
+template <class T>
+class inbox {
+public:
+  explicit inbox(detail::mailbox<T>* box) noexcept : box_(box) {}
+
+  /** Awaitable: the next value, or `std::nullopt` once the stream has ended. */
+  auto next() noexcept {
+    struct awaiter {
+      detail::mailbox<T>* box;
+      bool await_ready() const noexcept { return box->pending; }
+      void await_suspend(std::coroutine_handle<>) const noexcept {}
+      std::optional<T> await_resume() const noexcept(std::is_nothrow_move_constructible_v<T>) {
+        box->pending = false;
+        return std::move(box->value);
+      }
+    };
+    return awaiter{box_};
+  }
+
+  /** The device the current value came from. */
+  const device& device() const noexcept { return *box_->source; }
+
+private:
+  detail::mailbox<T>* box_;
+};
+
+/** The return type of a consumer coroutine. Created suspended; the receiver starts it. */
+template <class T>
+class consumer {
+public:
+  struct promise_type {
+    std::exception_ptr error;
+    consumer get_return_object() noexcept {
+      return consumer(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { error = std::current_exception(); }
+  };
+
+  consumer() = default;
+  consumer(consumer&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  consumer& operator=(consumer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  ~consumer() { reset(); }
+
+  /** True once the coroutine has returned or thrown. */
+  bool done() const noexcept { return !handle_ || handle_.done(); }
+
+  /** Runs the coroutine until it waits for its next value; rethrows what it threw. */
+  void resume() {
+    if (done()) return;
+    handle_.resume();
+    if (handle_.done() && handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
+  }
+
+private:
+  explicit consumer(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
+  void reset() noexcept {
+    if (handle_) handle_.destroy();
+    handle_ = {};
+  }
+  std::coroutine_handle<promise_type> handle_{};
+};
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,154 @@
+#pragma once
+/** How the receiver holds attached consumers without knowing their types (internal). */
+#include <devtap/backend/device.hpp>
+#include <devtap/outfeed/codec.hpp>
+#include <devtap/outfeed/consumer.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+
+/** Tag for `receiver::attach`: one consumer instance fed by every device, one record at a time. */
+struct shared_t {
+  explicit constexpr shared_t() = default;
+};
+/** Pass to `receiver::attach` to share one consumer instance across devices. */
+inline constexpr shared_t shared{};
+
+namespace detail {
+
+enum class delivery { delivered, mismatch, failed_before, returned_before };
+
+/** One attached consumer. `deliver` and `finish` for a device are called from that device's thread only. */
+struct consumer_entry {
+  consumer_entry(std::uint32_t id_, std::uint64_t fingerprint_, std::string name_)
+      : id(id_), fingerprint(fingerprint_), name(std::move(name_)) {}
+  virtual ~consumer_entry() = default;
+  /** Decodes and hands over one record; throws what the consumer threw. */
+  virtual delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) = 0;
+  /** The device's stream ended. */
+  virtual void finish(std::size_t lane, const device& dev) = 0;
+
+  const std::uint32_t id;
+  const std::uint64_t fingerprint;
+  const std::string name;
+};
+
+template <class T, class Fn>
+concept coroutine_factory = std::invocable<Fn&, inbox<T>> && std::same_as<std::invoke_result_t<Fn&, inbox<T>>, consumer<T>>;
+
+template <class T, class Fn>
+concept value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, const T&, const device&>;
+
+/** A coroutine per lane (per device), or a single lane shared by all devices. */
+template <class T>
+class coroutine_entry final : public consumer_entry {
+public:
+  template <class Fn>
+  coroutine_entry(std::uint32_t id_, std::string name_, Fn& factory, std::size_t lanes, std::size_t devices)
+      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), shared_(lanes == 1 && devices > 1),
+        devices_left_(devices) {
+    for (std::size_t i = 0; i < lanes; ++i) {
+      auto l = std::make_unique<lane_state>();
+      l->co = factory(inbox<T>(&l->box));
+      lanes_.push_back(std::move(l));
+    }
+  }
+
+  delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) override {
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (shared_) lock.lock();
+    lane_state& l = *lanes_[shared_ ? 0 : lane];
+    if (l.failed) return delivery::failed_before;
+    if (l.co.done()) return delivery::returned_before;
+    l.box.value.emplace();
+    if (!decode(payload, size, *l.box.value)) {
+      l.box.value.reset();
+      return delivery::mismatch;
+    }
+    l.box.source = &dev;
+    l.box.pending = true;
+    resume(l);
+    return delivery::delivered;
+  }
+
+  void finish(std::size_t lane, const device& dev) override {
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (shared_) {
+      lock.lock();
+      if (--devices_left_ != 0) return;  // a shared consumer ends with the last stream
+    }
+    lane_state& l = *lanes_[shared_ ? 0 : lane];
+    if (l.failed || l.co.done()) return;
+    l.box.value.reset();
+    l.box.source = &dev;
+    l.box.pending = true;
+    resume(l);
+  }
+
+private:
+  struct lane_state {
+    mailbox<T> box;
+    consumer<T> co;
+    bool failed = false;
+  };
+  static void resume(lane_state& l) {
+    try {
+      l.co.resume();
+    } catch (...) {
+      l.failed = true;
+      throw;
+    }
+  }
+
+  const bool shared_;
+  std::size_t devices_left_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<lane_state>> lanes_;
+};
+
+/** A plain callable: `fn(value)` or `fn(value, device)` per record. */
+template <class T, class Fn>
+class callable_entry final : public consumer_entry {
+public:
+  callable_entry(std::uint32_t id_, std::string name_, Fn fn, bool shared, std::size_t devices)
+      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)), shared_(shared),
+        failed_(devices, 0) {}
+
+  delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) override {
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (shared_) lock.lock();
+    char& failed = failed_[shared_ ? 0 : lane];
+    if (failed) return delivery::failed_before;
+    T value{};
+    if (!decode(payload, size, value)) return delivery::mismatch;
+    try {
+      if constexpr (std::invocable<Fn&, const T&, const device&>)
+        fn_(std::as_const(value), dev);
+      else
+        fn_(std::as_const(value));
+    } catch (...) {
+      failed = 1;  // every later record for it is counted, not delivered
+      throw;
+    }
+    return delivery::delivered;
+  }
+  void finish(std::size_t, const device&) override {}
+
+private:
+  Fn fn_;
+  const bool shared_;
+  std::mutex mutex_;
+  std::vector<char> failed_;
+};
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

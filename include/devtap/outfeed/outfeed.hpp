@@ -1,0 +1,140 @@
+#pragma once
+/** `outfeed`: the producer's handle on one device's ring, and the host tap path.
+ *
+ * The handle is trivially copyable: a cpu device's work reaches it through `cpu_context::tap`,
+ * other host threads through `receiver::outfeed(dev)`, and a CUDA kernel receives it as an argument. */
+#include <devtap/config.hpp>
+#include <devtap/outfeed/codec.hpp>
+#include <devtap/outfeed/ring.hpp>
+#include <devtap/outfeed/tap_point.hpp>
+
+#include <cstdint>
+
+#if !defined(__CUDA_ARCH__)
+#  include <devtap/errors.hpp>
+#  include <devtap/outfeed/ring_reader.hpp>
+#  include <string>
+#  include <thread>
+#endif
+
+DEVTAP_BEGIN_NAMESPACE
+
+/** What a tap does when its device's share of the budget is full. */
+enum class overflow_policy : std::uint32_t {
+  block,  ///< wait for the receiver to free space: lossless, back-pressure reaches the device
+  drop,   ///< never wait: the record is dropped and counted
+  error,  ///< throw outfeed_error (cpu); a CUDA tap records a sticky error
+};
+
+/** A device's ring as its producers see it. Valid while the receiver that made it is open. */
+class outfeed {
+public:
+  outfeed() = default;
+  outfeed(const detail::ring_view& ring, overflow_policy policy, const char* device_name, bool host_can_produce) noexcept
+      : ring_(ring), policy_(policy), device_name_(device_name), host_can_produce_(host_can_produce) {}
+
+  /** Sends `value` to the consumer behind `point`. Host: may block (policy `block`) or throw. */
+  template <class T>
+  DEVTAP_HOST_DEVICE void tap(const tap_point<T>& point, const T& value) const;
+
+  /** True when this handle refers to a ring. */
+  DEVTAP_HOST_DEVICE explicit operator bool() const noexcept { return ring_.data != nullptr; }
+
+  const detail::ring_view& ring() const noexcept { return ring_; }
+  overflow_policy policy() const noexcept { return policy_; }
+  const char* device_name() const noexcept { return device_name_; }
+  /** False for a CUDA device's ring: only its kernels can tap into it. */
+  bool host_can_produce() const noexcept { return host_can_produce_; }
+
+private:
+  detail::ring_view ring_{};
+  overflow_policy policy_ = overflow_policy::block;
+  const char* device_name_ = "";  // host string, for error messages only
+  bool host_can_produce_ = true;
+};
+
+#if !defined(__CUDA_ARCH__)
+namespace detail {
+
+inline std::string describe_bytes(std::uint64_t n) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  if (n >= (1u << 10) && n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " bytes";
+}
+
+/** Waits for `bytes` of space: spin, then yield, then sleep until the reader publishes space. */
+inline void claim_blocking(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
+                           const char* device_name) {
+  std::atomic_ref<std::uint32_t> closed(ring.consumer->closed);
+  for (int attempt = 0;; ++attempt) {
+    if (try_claim<host_atomics>(ring, bytes, pos)) return;
+    if (closed.load(std::memory_order_acquire) != 0)
+      throw outfeed_error(std::string("devtap: tap on device '") + device_name +
+                          "' after its receiver closed (the record was not written)");
+    if (attempt < 64) continue;
+    if (attempt < 128) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::atomic_ref<std::uint32_t> waiting(ring.consumer->producers_waiting);
+    std::atomic_ref<std::uint32_t> epoch(ring.consumer->doorbell_space);
+    waiting.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = epoch.load(std::memory_order_seq_cst);
+    const bool claimed = try_claim<host_atomics>(ring, bytes, pos);
+    if (!claimed && closed.load(std::memory_order_seq_cst) == 0) epoch.wait(seen, std::memory_order_seq_cst);
+    waiting.fetch_sub(1, std::memory_order_seq_cst);
+    if (claimed) return;
+  }
+}
+
+template <class T>
+void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
+  const ring_view& ring = out.ring();
+  const std::uint64_t payload = encoded_size(value);
+  const std::uint64_t bytes = record_bytes(payload);
+  if (bytes > max_record_bytes(ring.capacity))  // refused before anything is written
+    throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
+                        out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(ring.capacity) - sizeof(record_header)) +
+                        ": half of its " + describe_bytes(ring.capacity) +
+                        " ring); raise receiver_options::budget_bytes or tap smaller pieces");
+  if (!out.host_can_produce())
+    throw outfeed_error(std::string("devtap: device '") + out.device_name() +
+                        "' takes taps from its own kernels only (pass this outfeed to a kernel)");
+  if (point.id == end_of_stream_id) throw outfeed_error("devtap: tap through a tap_point that no receiver attached");
+  std::uint64_t pos;
+  if (!try_claim<host_atomics>(ring, bytes, pos)) {
+    switch (out.policy()) {
+      case overflow_policy::drop:
+        std::atomic_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(1, std::memory_order_relaxed);
+        std::atomic_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, std::memory_order_relaxed);
+        return;
+      case overflow_policy::error:
+        throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
+                            describe_bytes(ring.capacity) + "; overflow_policy::error)");
+      case overflow_policy::block:
+        claim_blocking(ring, bytes, pos, out.device_name());
+        break;
+    }
+  }
+  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != 0) {
+    abort<host_atomics>(ring, pos, bytes);
+    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
+                        "' after its receiver closed (the record was not written)");
+  }
+  encode(value, ring.payload_at(pos));
+  commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+}
+
+}  // namespace detail
+#endif
+
+template <class T>
+DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) const {
+#if defined(__CUDA_ARCH__)
+  detail::device_tap(*this, point, value);  // devtap/cuda/tap.cuh
+#else
+  detail::host_tap(*this, point, value);
+#endif
+}
+
+DEVTAP_END_NAMESPACE
