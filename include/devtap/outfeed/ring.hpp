@@ -6,9 +6,10 @@
  * difference, so `tail - head <= capacity` holds across the 2^64 wrap too.
  *
  *   record at pos & (capacity-1), 8-byte aligned, never straddles the end:
- *   +------------+-------------+-------------+-----------------------+
- *   | length u32 | consumer u32| fingerprint | payload (length bytes)| -> padded to 8
- *   +------------+-------------+--- u64 -----+-----------------------+
+ *   +------------+-------------+-------------+---------+
+ *   | length u32 | consumer u32| fingerprint | payload | -> padded to 8
+ *   +------------+-------------+--- u64 -----+---------+
+ *   length = header + payload bytes, so a committed record is never 0 (even an empty one):
  *   length == 0      claimed, not yet committed (BUSY): the reader stops here
  *   PAD flag         skip (length & mask) bytes: the tail end of the ring before a wrap
  *   DISCARD flag     skip (length & mask) bytes: an aborted claim
@@ -27,7 +28,7 @@ DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
 struct record_header {
-  std::uint32_t length;       // the commit word: payload bytes | flags; 0 = BUSY
+  std::uint32_t length;       // the commit word: header + payload bytes | flags; 0 = BUSY
   std::uint32_t consumer_id;  // 0 is the end-of-stream marker
   std::uint64_t fingerprint;  // structural type fingerprint of the payload
 };
@@ -134,7 +135,7 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
   typename Atomics::template shared_ref<std::uint32_t> length(h->length);
   if constexpr (Atomics::wakes_reader) {
     // seq_cst exchange, then the sleeping flag: pairs with the reader's flag-then-recheck (no lost wake-up)
-    length.exchange(payload_bytes, Atomics::seq_cst);
+    length.exchange(payload_bytes + sizeof(record_header), Atomics::seq_cst);
     typename Atomics::template shared_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
     if (sleeping.load(Atomics::seq_cst) != 0) {
       typename Atomics::template shared_ref<std::uint32_t> bell(ring.consumer->doorbell);
@@ -142,7 +143,7 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
       bell.notify_one();
     }
   } else {
-    length.store(payload_bytes, Atomics::release);
+    length.store(payload_bytes + sizeof(record_header), Atomics::release);
   }
 }
 

@@ -35,9 +35,10 @@ inline record_ref inspect(const ring_view& ring, std::uint64_t pos,
     if (n < sizeof(record_header) || n % 8 != 0 || n > room) return {record_kind::malformed, h};
     return {record_kind::skip, h, nullptr, 0, n};
   }
-  const std::uint64_t bytes = record_bytes(word);
-  if (bytes > max_record_bytes(ring.capacity) || bytes > room) return {record_kind::malformed, h};
-  return {record_kind::data, h, ring.payload_at(pos), word, bytes};
+  const std::uint64_t bytes = align8(n);
+  if (n < sizeof(record_header) || bytes > max_record_bytes(ring.capacity) || bytes > room)
+    return {record_kind::malformed, h};
+  return {record_kind::data, h, ring.payload_at(pos), static_cast<std::uint32_t>(n - sizeof(record_header)), bytes};
 }
 
 /** The single reader of one ring. Not thread-safe: one receiver thread owns it. */

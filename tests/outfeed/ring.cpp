@@ -1,0 +1,201 @@
+// The ring protocol alone (no receiver): claim/commit/abort, padding at the wrap, positions by
+// difference, zeroed free space, and many producers against one reader.
+#include <devtap/outfeed/ring_memory.hpp>
+#include <devtap/outfeed/ring_reader.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+using namespace devtap::detail;
+
+namespace {
+bool write_record(const ring_view& ring, std::uint32_t id, std::uint32_t payload, std::uint8_t fill) {
+  std::uint64_t pos;
+  if (!try_claim<host_atomics>(ring, record_bytes(payload), pos)) return false;
+  std::memset(ring.payload_at(pos), fill, payload);
+  commit<host_atomics>(ring, pos, id, 42, payload);
+  return true;
+}
+
+bool all_zero(const std::byte* p, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (p[i] != std::byte{0}) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("records come out in order, in place, and free space is zeroed") {
+  host_ring_allocation mem(1024);
+  ring_reader reader(mem.host);
+  REQUIRE(reader.peek().kind == record_kind::empty);
+  for (std::uint32_t i = 1; i <= 5; ++i) REQUIRE(write_record(mem.producer, i, i * 3, static_cast<std::uint8_t>(i)));
+  for (std::uint32_t i = 1; i <= 5; ++i) {
+    auto rec = reader.peek();
+    REQUIRE(rec.kind == record_kind::data);
+    CHECK(rec.header->consumer_id == i);
+    CHECK(rec.header->fingerprint == 42);
+    CHECK(rec.payload_bytes == i * 3);
+    CHECK(rec.bytes == record_bytes(i * 3));
+    for (std::uint32_t b = 0; b < i * 3; ++b) CHECK(rec.payload[b] == std::byte{static_cast<std::uint8_t>(i)});
+    reader.release(rec);
+  }
+  CHECK(reader.peek().kind == record_kind::empty);
+  CHECK(all_zero(mem.host.data, 1024));
+}
+
+TEST_CASE("a full ring refuses claims until the reader publishes") {
+  host_ring_allocation mem(256);
+  ring_reader reader(mem.host);
+  int written = 0;
+  while (write_record(mem.producer, 1, 16, 0xAB)) ++written;
+  CHECK(written == 256 / 32);
+  auto rec = reader.peek();
+  reader.release(rec);
+  CHECK_FALSE(write_record(mem.producer, 1, 16, 0xAB));  // released but not yet published
+  reader.publish();
+  CHECK(write_record(mem.producer, 1, 16, 0xAB));
+}
+
+TEST_CASE("a record that would cross the end is preceded by padding") {
+  host_ring_allocation mem(256);
+  ring_reader reader(mem.host);
+  for (int i = 0; i < 2; ++i) {  // 2 x 96 bytes: offset 0..192
+    REQUIRE(write_record(mem.producer, 1, 96 - 16, 1));
+    reader.release(reader.peek());
+  }
+  reader.publish();
+  REQUIRE(write_record(mem.producer, 2, 72 - 16, 2));  // does not fit in the 64 bytes left: pad then wrap
+  auto pad = reader.peek();
+  REQUIRE(pad.kind == record_kind::skip);
+  CHECK(pad.bytes == 64);
+  reader.release(pad);
+  auto rec = reader.peek();
+  REQUIRE(rec.kind == record_kind::data);
+  CHECK(rec.header->consumer_id == 2);
+  CHECK(reinterpret_cast<const std::byte*>(rec.header) == mem.host.data);  // it starts at offset 0
+  reader.release(rec);
+  reader.publish();
+  CHECK(all_zero(mem.host.data, 256));
+}
+
+TEST_CASE("an aborted claim is skipped and its bytes zeroed") {
+  host_ring_allocation mem(256);
+  ring_reader reader(mem.host);
+  std::uint64_t pos;
+  REQUIRE(try_claim<host_atomics>(mem.producer, record_bytes(40), pos));
+  std::memset(mem.producer.payload_at(pos), 0xFF, 40);
+  REQUIRE(write_record(mem.producer, 7, 8, 7));
+  CHECK(reader.peek().kind == record_kind::empty);  // claimed, not committed: BUSY stops the reader
+  abort<host_atomics>(mem.producer, pos, record_bytes(40));
+  auto skipped = reader.peek();
+  REQUIRE(skipped.kind == record_kind::skip);
+  reader.release(skipped);
+  auto rec = reader.peek();
+  REQUIRE(rec.kind == record_kind::data);
+  CHECK(rec.header->consumer_id == 7);
+  reader.release(rec);
+  CHECK(all_zero(mem.host.data, 256));
+}
+
+TEST_CASE("positions compare by difference across the 64-bit wrap") {
+  host_ring_allocation mem(256);
+  const std::uint64_t start = ~std::uint64_t{0} - 100;  // 64-bit positions about to wrap
+  mem.host.producer->tail = start;
+  mem.host.producer->head_cache = start;
+  mem.host.consumer->head = start;
+  ring_reader reader(mem.host);
+  for (int round = 0; round < 40; ++round) {
+    REQUIRE(write_record(mem.producer, 3, 24, static_cast<std::uint8_t>(round)));
+    REQUIRE(write_record(mem.producer, 4, 40, static_cast<std::uint8_t>(round)));
+    for (std::uint32_t id : {3u, 4u}) {
+      auto rec = reader.peek();
+      while (rec.kind == record_kind::skip) {
+        reader.release(rec);
+        rec = reader.peek();
+      }
+      REQUIRE(rec.kind == record_kind::data);
+      CHECK(rec.header->consumer_id == id);
+      reader.release(rec);
+    }
+    reader.publish();
+  }
+  CHECK(mem.host.consumer->head < start);  // it wrapped
+}
+
+TEST_CASE("malformed headers are reported, never followed out of the ring") {
+  host_ring_allocation mem(256);
+  auto* h = mem.host.header_at(0);
+  SECTION("length beyond the ring") { h->length = 4096; }
+  SECTION("padding that does not reach the end") { h->length = pad_flag | 64; }
+  SECTION("discard shorter than a header") { h->length = discard_flag | 8; }
+  SECTION("pad and discard at once") { h->length = pad_flag | discard_flag | 256; }
+  CHECK(inspect(mem.host, 0).kind == record_kind::malformed);
+}
+
+TEST_CASE("records of every size up to the maximum survive many wraps") {
+  host_ring_allocation mem(1024);
+  ring_reader reader(mem.host);
+  const std::uint32_t max_payload = static_cast<std::uint32_t>(max_record_bytes(1024) - sizeof(record_header));
+  std::uint32_t seq = 0;
+  for (int lap = 0; lap < 3; ++lap)
+    for (std::uint32_t size = 0; size <= max_payload; ++size) {
+      ++seq;
+      REQUIRE(write_record(mem.producer, seq, size, static_cast<std::uint8_t>(seq)));
+      auto rec = reader.peek();
+      while (rec.kind == record_kind::skip) {
+        reader.release(rec);
+        rec = reader.peek();
+      }
+      REQUIRE(rec.kind == record_kind::data);
+      REQUIRE(rec.header->consumer_id == seq);
+      REQUIRE(rec.payload_bytes == size);
+      for (std::uint32_t b = 0; b < size; ++b) REQUIRE(rec.payload[b] == std::byte{static_cast<std::uint8_t>(seq)});
+      reader.release(rec);
+      reader.publish();
+    }
+  CHECK(all_zero(mem.host.data, 1024));
+}
+
+TEST_CASE("many producers, one reader: every record once, per-producer order kept") {
+  constexpr int producers = 4;
+  constexpr std::uint32_t per_producer = 20000;
+  host_ring_allocation mem(4096);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p)
+    threads.emplace_back([&, p] {
+      for (std::uint32_t i = 0; i < per_producer; ++i) {
+        const std::uint32_t size = 8 + (i % 5) * 8;
+        std::uint64_t pos;
+        while (!try_claim<host_atomics>(mem.producer, record_bytes(size), pos)) std::this_thread::yield();
+        std::uint32_t words[2] = {static_cast<std::uint32_t>(p), i};
+        std::memcpy(mem.producer.payload_at(pos), words, sizeof words);
+        commit<host_atomics>(mem.producer, pos, 1, 0, size);
+      }
+    });
+  ring_reader reader(mem.host);
+  std::vector<std::uint32_t> next(producers, 0);
+  std::uint64_t seen = 0;
+  while (seen < std::uint64_t{producers} * per_producer) {
+    auto rec = reader.peek();
+    if (rec.kind == record_kind::empty) {
+      reader.publish();
+      std::this_thread::yield();
+      continue;
+    }
+    REQUIRE(rec.kind != record_kind::malformed);
+    if (rec.kind == record_kind::data) {
+      std::uint32_t words[2];
+      std::memcpy(words, rec.payload, sizeof words);
+      REQUIRE(words[0] < producers);
+      REQUIRE(words[1] == next[words[0]]);
+      ++next[words[0]];
+      ++seen;
+    }
+    reader.release(rec);
+  }
+  for (auto& t : threads) t.join();
+  for (auto n : next) CHECK(n == per_producer);
+}
