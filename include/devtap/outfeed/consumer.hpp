@@ -53,7 +53,7 @@ public:
   }
 
   /** The device the current value came from. */
-  const device& device() const noexcept { return *box_->source; }
+  const devtap::device& device() const noexcept { return *box_->source; }
 
 private:
   detail::mailbox<T>* box_;

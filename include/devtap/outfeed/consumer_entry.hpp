@@ -3,6 +3,7 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/outfeed/codec.hpp>
 #include <devtap/outfeed/consumer.hpp>
+#include <devtap/outfeed/fingerprint.hpp>
 
 #include <concepts>
 #include <cstddef>

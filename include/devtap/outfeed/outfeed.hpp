@@ -62,15 +62,13 @@ inline std::string describe_bytes(std::uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
-/** Waits for `bytes` of space: spin, then yield, then sleep until the reader publishes space. */
-inline void claim_blocking(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
-                           const char* device_name) {
+/** Claims `bytes`, waiting for space: spin, then yield, then sleep until the reader publishes
+ *  space. Gives up (false) once the ring's `closed` state reaches `give_up_at`. */
+inline bool claim_waiting(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, std::uint32_t give_up_at) {
   std::atomic_ref<std::uint32_t> closed(ring.consumer->closed);
   for (int attempt = 0;; ++attempt) {
-    if (try_claim<host_atomics>(ring, bytes, pos)) return;
-    if (closed.load(std::memory_order_acquire) != 0)
-      throw outfeed_error(std::string("devtap: tap on device '") + device_name +
-                          "' after its receiver closed (the record was not written)");
+    if (try_claim<host_atomics>(ring, bytes, pos)) return true;
+    if (closed.load(std::memory_order_acquire) >= give_up_at) return false;
     if (attempt < 64) continue;
     if (attempt < 128) {
       std::this_thread::yield();
@@ -81,10 +79,15 @@ inline void claim_blocking(const ring_view& ring, std::uint64_t bytes, std::uint
     waiting.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seen = epoch.load(std::memory_order_seq_cst);
     const bool claimed = try_claim<host_atomics>(ring, bytes, pos);
-    if (!claimed && closed.load(std::memory_order_seq_cst) == 0) epoch.wait(seen, std::memory_order_seq_cst);
+    if (!claimed && closed.load(std::memory_order_seq_cst) < give_up_at) epoch.wait(seen, std::memory_order_seq_cst);
     waiting.fetch_sub(1, std::memory_order_seq_cst);
-    if (claimed) return;
+    if (claimed) return true;
   }
+}
+
+[[noreturn]] inline void throw_closed(const char* device_name) {
+  throw outfeed_error(std::string("devtap: tap on device '") + device_name +
+                      "' after its receiver closed (the record was not written)");
 }
 
 template <class T>
@@ -112,14 +115,13 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
         throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
                             describe_bytes(ring.capacity) + "; overflow_policy::error)");
       case overflow_policy::block:
-        claim_blocking(ring, bytes, pos, out.device_name());
+        if (!claim_waiting(ring, bytes, pos, 1)) throw_closed(out.device_name());
         break;
     }
   }
   if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != 0) {
     abort<host_atomics>(ring, pos, bytes);
-    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
-                        "' after its receiver closed (the record was not written)");
+    throw_closed(out.device_name());
   }
   encode(value, ring.payload_at(pos));
   commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));

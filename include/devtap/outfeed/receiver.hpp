@@ -4,6 +4,7 @@
  * One std::jthread per device reads that device's ring in place and drives its consumers in
  * emission order; `close()` ends every stream after the work already submitted, `flush()` waits
  * for what was committed, and nothing goes unreported (see docs/outfeed.md). */
+#include <devtap/backend/default.hpp>
 #include <devtap/backend/device.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
@@ -76,8 +77,19 @@ struct receiver_stats {
 
 namespace detail {
 
-/** Devices named by the options; defined where the default registry is known (backend/default.hpp). */
-std::vector<device*> resolve_receiver_devices(const receiver_options& options);
+/** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
+inline std::vector<device*> resolve_receiver_devices(const receiver_options& options) {
+  if (!options.devices.empty()) return options.devices;
+  std::vector<device*> out;
+  if (!options.backends.empty()) {
+    for (const auto& name : options.backends)
+      for (device* d : devtap::devices(name)) out.push_back(d);
+  } else {
+    for (client* c : devtap::backends())
+      for (device* d : c->local_devices()) out.push_back(d);
+  }
+  return out;
+}
 
 struct receiver_core;
 
@@ -152,19 +164,7 @@ inline void write_end_marker(channel& ch) {
   std::atomic_ref<std::uint32_t> closed(ring.consumer->closed);
   closed.store(1, std::memory_order_seq_cst);  // before the claim: later claims see it and abort
   std::uint64_t pos;
-  for (int attempt = 0; !try_claim<host_atomics>(ring, record_bytes(0), pos); ++attempt) {
-    if (closed.load(std::memory_order_acquire) == 2) return;  // the reader gave up (timeout)
-    std::atomic_ref<std::uint32_t> waiting(ring.consumer->producers_waiting);
-    std::atomic_ref<std::uint32_t> epoch(ring.consumer->doorbell_space);
-    waiting.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t seen = epoch.load(std::memory_order_seq_cst);
-    if (!try_claim<host_atomics>(ring, record_bytes(0), pos) && closed.load(std::memory_order_seq_cst) != 2)
-      epoch.wait(seen, std::memory_order_seq_cst);
-    else
-      pos = ~std::uint64_t{0};
-    waiting.fetch_sub(1, std::memory_order_seq_cst);
-    if (pos != ~std::uint64_t{0}) break;
-  }
+  if (!claim_waiting(ring, record_bytes(0), pos, 2)) return;  // the reader gave up (close timed out)
   commit<host_atomics>(ring, pos, end_of_stream_id, 0, 0);
 }
 

@@ -1,0 +1,135 @@
+#pragma once
+/**
+ * Structural type fingerprints: a 64-bit hash of a type's shape (scalar kinds and sizes,
+ * alignment, field layout), checked by the receiver against what a consumer expects. Built only
+ * from constexpr type traits, so g++, clang and nvcc (host and device pass) agree; a compiler's
+ * pretty name or typeid never enters it.
+ */
+#include <devtap/config.hpp>
+#include <devtap/detail/reflect.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// FNV-1a 64 over a small token stream. Every node hashes a version byte, a tag, its numbers
+// (little-endian u64) and its children's fingerprints: changing the scheme means bumping the
+// version, so stale peers mismatch instead of misreading.
+inline constexpr unsigned char fingerprint_version = 1;
+
+struct fnv1a64 {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+
+  DEVTAP_HOST_DEVICE constexpr fnv1a64& byte(unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+    return *this;
+  }
+  DEVTAP_HOST_DEVICE constexpr fnv1a64& u64(std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(v >> (8 * i)));
+    return *this;
+  }
+};
+
+DEVTAP_HOST_DEVICE constexpr fnv1a64 fp_node(char tag) {
+  fnv1a64 f;
+  f.byte(fingerprint_version).byte(static_cast<unsigned char>(tag));
+  return f;
+}
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of();
+
+template <class... Ts>
+DEVTAP_HOST_DEVICE constexpr void fp_children(fnv1a64& f, type_list<Ts...>) {
+  (f.u64(fingerprint_of<Ts>()), ...);
+}
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef __int128 fp_int128;  // __extension__: no -Wpedantic noise
+__extension__ typedef unsigned __int128 fp_uint128;
+#endif
+
+template <class T>
+constexpr bool is_char_kind_v =
+    std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> ||
+    std::is_same_v<T, char16_t> || std::is_same_v<T, char32_t>;
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_reference_v<U>) {
+    return fp_node('r').h;  // never tappable; hashed only so that asking does not fail
+  } else if constexpr (std::is_enum_v<U>) {
+    return fingerprint_of<std::underlying_type_t<U>>();
+  } else if constexpr (std::is_same_v<U, bool>) {
+    return fp_node('b').u64(sizeof(U)).h;
+  } else if constexpr (is_char_kind_v<U>) {
+    return fp_node('c').u64(sizeof(U)).h;
+  } else if constexpr (std::is_integral_v<U>) {
+    return fp_node(std::is_signed_v<U> ? 'i' : 'u').u64(sizeof(U)).h;
+#if defined(__SIZEOF_INT128__)
+    // Strict -std=c++20 does not count __int128 as integral; keep its sign anyway.
+  } else if constexpr (std::is_same_v<U, fp_int128>) {
+    return fp_node('i').u64(sizeof(U)).h;
+  } else if constexpr (std::is_same_v<U, fp_uint128>) {
+    return fp_node('u').u64(sizeof(U)).h;
+#endif
+  } else if constexpr (std::is_floating_point_v<U>) {
+    return fp_node('f').u64(sizeof(U)).h;
+  } else if constexpr (std::is_null_pointer_v<U>) {
+    return fp_node('n').u64(sizeof(U)).h;
+  } else if constexpr (std::is_pointer_v<U>) {
+    // The pointee is left out: its address means nothing to the host, and it may be recursive.
+    return fp_node('p').u64(sizeof(U)).h;
+  } else if constexpr (std::is_member_pointer_v<U>) {
+    return fp_node('m').u64(sizeof(U)).h;
+  } else if constexpr (std::is_array_v<U>) {
+    // int[3] and std::array<int, 3> are the same bytes, so the same fingerprint.
+    auto f = fp_node('a').u64(std::extent_v<U>);
+    return f.u64(fingerprint_of<std::remove_extent_t<U>>()).h;
+  } else if constexpr (is_std_array<U>::value) {
+    auto f = fp_node('a').u64(std::tuple_size_v<U>);
+    return f.u64(fingerprint_of<typename U::value_type>()).h;
+  } else if constexpr (is_std_span<U>::value) {
+    // What a span sends is its elements, not the span object (pointer + size).
+    using E = typename U::element_type;
+    auto f = fp_node('s').u64(static_cast<std::uint64_t>(U::extent)).byte(std::is_const_v<E>);
+    return f.u64(fingerprint_of<E>()).h;
+  } else if constexpr (is_tuple_like<U>::value) {
+    using elems = typename tuple_types<U>::type;
+    auto f = fp_node('t').u64(elems::size);
+    fp_children(f, elems{});
+    return f.h;
+  } else if constexpr (reflectable_v<U>) {
+    // Size and alignment too: they catch alignas and padding the field list does not show.
+    using fields = field_types_t<U>;
+    auto f = fp_node('S').u64(sizeof(U)).u64(alignof(U)).u64(fields::size);
+    fp_children(f, fields{});
+    return f.h;
+  } else if constexpr (std::is_class_v<U> || std::is_union_v<U>) {
+    // Opaque classes (private members, bases, > 32 fields): only their size and alignment.
+    return fp_node('O').u64(sizeof(U)).u64(alignof(U)).h;
+  } else {
+    // Other scalars the traits do not classify (_Float16, __bf16 in strict mode).
+    return fp_node('x').u64(sizeof(U)).u64(alignof(U)).h;
+  }
+}
+
+}  // namespace detail
+
+/** Structural fingerprint of T (cv-qualifiers ignored); identical across g++, clang and nvcc. */
+template <class T>
+inline constexpr std::uint64_t type_fingerprint_v = detail::fingerprint_of<T>();
+
+/** Structural fingerprint of T, as a function (usable in device code). */
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::uint64_t type_fingerprint() {
+  return type_fingerprint_v<T>;
+}
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,364 @@
+// The receiver on cpu devices: order, consumers of every kind, flush/close, every error path.
+#include <devtap/backend/cpu.hpp>
+#include <devtap/outfeed/receiver.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <latch>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+struct step {
+  std::uint32_t device;
+  std::uint32_t index;
+  float loss;
+};
+
+std::vector<devtap::device*> all(devtap::cpu_client& c) {
+  auto d = c.local_devices();
+  return {d.begin(), d.end()};
+}
+
+devtap::consumer<step> collect(devtap::inbox<step> in, std::vector<std::vector<step>>* out, std::atomic<int>* ended) {
+  while (auto s = co_await in.next()) (*out)[static_cast<std::size_t>(in.device().id())].push_back(*s);
+  ended->fetch_add(1);
+}
+}  // namespace
+
+TEST_CASE("each device's taps reach its own coroutine, in order, and the stream ends at close") {
+  devtap::cpu_client cpus(3);
+  std::vector<std::vector<step>> got(3);
+  std::atomic<int> ended{0};
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 64 << 10, .name = "order"});
+  auto point = rx.attach<step>([&](devtap::inbox<step> in) { return collect(in, &got, &ended); });
+  for (auto* dev : cpus.cpu_devices())
+    dev->submit([&, point](devtap::cpu_context& ctx) {
+      for (std::uint32_t i = 0; i < 5000; ++i)
+        ctx.tap(point, step{static_cast<std::uint32_t>(ctx.device().id()), i, 1.0f / float(i + 1)});
+    });
+  rx.close();
+  CHECK(ended == 3);
+  for (std::uint32_t d = 0; d < 3; ++d) {
+    REQUIRE(got[d].size() == 5000);
+    for (std::uint32_t i = 0; i < 5000; ++i) {
+      CHECK(got[d][i].device == d);
+      CHECK(got[d][i].index == i);
+    }
+  }
+  auto st = rx.stats();
+  CHECK(st.total().records == 15000);
+  CHECK(st.total().bytes == 15000 * sizeof(step));
+  CHECK(st.total().unknown_ids == 0);
+}
+
+TEST_CASE("a consumer coroutine keeps state across taps and sees the end of its stream") {
+  devtap::cpu_client cpus(1);
+  double sum = -1;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<double>([&](devtap::inbox<double> in) -> devtap::consumer<double> {
+    double s = 0;
+    while (auto v = co_await in.next()) s += *v;
+    sum = s;  // written only after the stream ended
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 1; i <= 100; ++i) ctx.tap(point, double(i));
+  });
+  rx.flush();
+  CHECK(sum == -1);
+  rx.close();
+  CHECK(sum == 5050);
+}
+
+TEST_CASE("plain callables, with and without the device") {
+  devtap::cpu_client cpus(2);
+  std::atomic<int> plain{0}, with_device{0};
+  devtap::receiver rx({.devices = all(cpus)});
+  auto a = rx.attach<int>([&](const int& v) { plain += v; });
+  auto b = rx.attach<int>([&](const int& v, const devtap::device& d) { with_device += v * (d.id() + 1); });
+  for (auto* dev : cpus.cpu_devices())
+    dev->run([&](devtap::cpu_context& ctx) {
+      ctx.tap(a, 1);
+      ctx.tap(b, 10);
+    });
+  rx.close();
+  CHECK(plain == 2);
+  CHECK(with_device == 10 + 20);
+}
+
+TEST_CASE("a shared consumer is one instance fed by every device, never concurrently") {
+  devtap::cpu_client cpus(4);
+  std::atomic<int> instances{0}, inside{0}, overlaps{0};
+  long total = 0;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>(
+      [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+        ++instances;
+        long s = 0;
+        while (auto v = co_await in.next()) {
+          if (inside.fetch_add(1) != 0) ++overlaps;
+          s += *v;
+          inside.fetch_sub(1);
+        }
+        total = s;
+      },
+      devtap::shared);
+  for (auto* dev : cpus.cpu_devices())
+    dev->submit([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 10000; ++i) ctx.tap(point, 1);
+    });
+  rx.close();
+  CHECK(instances == 1);
+  CHECK(overlaps == 0);
+  CHECK(total == 40000);
+}
+
+TEST_CASE("other host threads tap through rx.outfeed(dev)") {
+  devtap::cpu_client cpus(1);
+  std::vector<int> got;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>([&](const int& v) { got.push_back(v); });
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
+  std::thread t([&] {
+    for (int i = 0; i < 1000; ++i) out.tap(point, i);
+  });
+  t.join();
+  rx.flush();
+  REQUIRE(got.size() == 1000);
+  CHECK(std::is_sorted(got.begin(), got.end()));
+  rx.close();
+}
+
+TEST_CASE("back-pressure: fast producers and a slow consumer lose nothing in a tiny ring") {
+  devtap::cpu_client cpus(2);
+  std::vector<std::uint64_t> count(2, 0), next(2, 0);
+  bool in_order = true;
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 512, .name = "slow"});
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v, const devtap::device& d) {
+    const auto i = static_cast<std::size_t>(d.id());
+    in_order = in_order && v == next[i];
+    next[i] = v + 1;
+    ++count[i];
+    if (v % 64 == 0) std::this_thread::sleep_for(100us);  // much slower than the producers
+  });
+  for (auto* dev : cpus.cpu_devices())
+    dev->submit([&](devtap::cpu_context& ctx) {
+      for (std::uint64_t i = 0; i < 20000; ++i) ctx.tap(point, i);
+    });
+  rx.close();
+  CHECK(in_order);
+  CHECK(count[0] == 20000);
+  CHECK(count[1] == 20000);
+  CHECK(rx.stats().total().dropped_records == 0);
+}
+
+TEST_CASE("drop policy never waits and counts what it dropped") {
+  devtap::cpu_client cpus(1);
+  std::atomic<std::uint64_t> got{0};
+  std::latch release_consumer(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .overflow = devtap::overflow_policy::drop});
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t&) {
+    release_consumer.wait();  // holds the ring full
+    ++got;
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);
+  });
+  release_consumer.count_down();
+  rx.close();
+  auto st = rx.stats().total();
+  CHECK(st.dropped_records > 0);
+  CHECK(st.dropped_records + got == 1000);
+  CHECK(st.dropped_bytes == st.dropped_records * devtap::detail::record_bytes(sizeof(std::uint64_t)));
+}
+
+TEST_CASE("error policy throws at the tap when the ring is full") {
+  devtap::cpu_client cpus(1);
+  std::latch release_consumer(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .overflow = devtap::overflow_policy::error});
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t&) { release_consumer.wait(); });
+  auto work = [&](devtap::cpu_context& ctx) {
+    for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);
+  };
+  CHECK_THROWS_WITH(cpus.cpu_devices()[0]->run(work), Catch::Contains("is full"));
+  release_consumer.count_down();
+  rx.close();
+}
+
+TEST_CASE("a record larger than the device's share is refused before anything is written") {
+  devtap::cpu_client cpus(1);
+  int got = 0;
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
+  auto point = rx.attach<std::array<char, 600>>([&](const std::array<char, 600>&) { ++got; });
+  auto small = rx.attach<int>([&](const int&) { ++got; });
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
+  CHECK_THROWS_AS(out.tap(point, std::array<char, 600>{}), devtap::outfeed_error);
+  CHECK_THROWS_WITH(out.tap(point, std::array<char, 600>{}), Catch::Contains("larger than device 'cpu:0' accepts"));
+  out.tap(small, 1);
+  rx.close();
+  CHECK(got == 1);
+}
+
+TEST_CASE("taps without a receiver, or after close, throw and write nothing") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  devtap::tap_point<int> nowhere{1, devtap::type_fingerprint_v<int>};
+  CHECK_THROWS_WITH(dev->run([&](devtap::cpu_context& ctx) { ctx.tap(nowhere, 1); }),
+                    Catch::Contains("no receiver attached"));
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>([](const int&) {});
+  auto out = rx.outfeed(*dev);
+  rx.close();
+  CHECK_THROWS_WITH(dev->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); }),
+                    Catch::Contains("no receiver attached"));
+  CHECK_THROWS_WITH(out.tap(point, 1), Catch::Contains("after its receiver closed"));
+}
+
+TEST_CASE("every consumer exception is kept and thrown by close() as tap_error; draining goes on") {
+  devtap::cpu_client cpus(2);
+  std::atomic<int> healthy{0};
+  devtap::receiver rx({.devices = all(cpus), .name = "errs"});
+  auto bad = rx.attach<int>(
+      [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+        while (auto v = co_await in.next())
+          if (*v == 3) throw std::runtime_error("coroutine says 3");
+      },
+      "bad-coroutine");
+  auto worse = rx.attach<int>([](const int&) { throw std::logic_error("callable always fails"); }, "bad-callable");
+  auto good = rx.attach<int>([&](const int&) { ++healthy; });
+  for (auto* dev : cpus.cpu_devices())
+    dev->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 10; ++i) {
+        ctx.tap(bad, i);
+        ctx.tap(worse, i);
+        ctx.tap(good, i);
+      }
+    });
+  try {
+    rx.close();
+    FAIL("close() should throw");
+  } catch (const devtap::tap_error& e) {
+    CHECK(e.failures().size() == 4);  // both consumers on both devices
+    CHECK_THAT(e.what(), Catch::Contains("[cpu:0] bad-coroutine: coroutine says 3"));
+    CHECK_THAT(e.what(), Catch::Contains("[cpu:1] bad-callable: callable always fails"));
+  }
+  CHECK(healthy == 20);
+  auto st = rx.stats().total();
+  CHECK(st.consumer_errors == 2 * (10 - 3) + 2 * 10);  // the failing records and every later one
+}
+
+TEST_CASE("unknown ids and type mismatches are counted and skipped") {
+  devtap::cpu_client cpus(1);
+  std::vector<std::string> logs;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) { logs.emplace_back(m); });
+  int got = 0;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>([&](const int&) { ++got; });
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
+  for (int i = 0; i < 3; ++i) {
+    out.tap(devtap::tap_point<int>{99, point.fingerprint}, 1);      // nobody attached 99
+    out.tap(devtap::tap_point<float>{point.id, devtap::type_fingerprint_v<float>}, 1.0f);  // wrong type
+    out.tap(point, 1);
+  }
+  rx.close();
+  devtap::set_log_sink({});
+  auto st = rx.stats().total();
+  CHECK(got == 3);
+  CHECK(st.unknown_ids == 3);
+  CHECK(st.type_mismatches == 3);
+  CHECK(std::count_if(logs.begin(), logs.end(), [](auto& m) { return m.find("unknown consumer id 99") != std::string::npos; }) == 1);
+}
+
+TEST_CASE("a malformed record stops that device's stream only, reported with device and offset") {
+  devtap::cpu_client cpus(2);
+  std::atomic<int> got{0};
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 4096});
+  auto point = rx.attach<int>([&](const int&) { ++got; });
+  auto broken = rx.outfeed(*cpus.cpu_devices()[1]).ring();
+  std::uint64_t pos;
+  REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
+  std::atomic_ref<std::uint32_t>(broken.header_at(pos)->length).store(devtap::detail::pad_flag | 24);
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 100; ++i) ctx.tap(point, i);
+  });
+  CHECK_THROWS_WITH(rx.close(), Catch::Contains("malformed record on device 'cpu:1' at ring offset 0"));
+  CHECK(got == 100);
+  auto st = rx.stats();
+  CHECK_FALSE(st.devices[0].stream_failed);
+  CHECK(st.devices[1].stream_failed);
+}
+
+TEST_CASE("close() with a device whose work never finishes returns within the timeout") {
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false};
+  auto* stuck = cpus.cpu_devices()[1];
+  stuck->submit([&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  {
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 300ms, .name = "stuck"});
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      rx.close();
+      FAIL("close() should time out");
+    } catch (const devtap::timeout_error& e) {
+      CHECK(e.devices() == std::vector<std::string>{"cpu:1"});
+      CHECK_THAT(e.what(), Catch::Contains("did not finish: cpu:1"));
+    }
+    CHECK(std::chrono::steady_clock::now() - start < 1300ms);
+  }
+  release = true;  // the end marker queued behind it now runs harmlessly
+}
+
+TEST_CASE("at most one receiver per device; devices and backends together are refused") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver first({.devices = {cpus.local_devices()[0]}});
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus)}), Catch::Contains("already has a receiver"));
+  devtap::receiver second({.devices = {cpus.local_devices()[1]}});  // the failed one released cpu:1
+  CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .backends = {"cpu"}}), std::invalid_argument);
+  CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .budget_bytes = 100}), std::invalid_argument);
+}
+
+TEST_CASE("flush returns once what was committed before it is consumed, with no device work") {
+  devtap::cpu_client cpus(1);
+  std::atomic<int> got{0};
+  std::atomic<bool> busy{true};
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>([&](const int&) {
+    std::this_thread::sleep_for(50us);
+    ++got;
+  });
+  cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 200; ++i) ctx.tap(point, i);
+    while (busy) std::this_thread::sleep_for(1ms);  // the device stays busy: flush must not wait for it
+  });
+  while (rx.outfeed(*cpus.cpu_devices()[0]).ring().producer->tail == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(10ms);
+  rx.flush();
+  CHECK(got == 200);
+  busy = false;
+  rx.close();
+}
+
+TEST_CASE("the destructor closes and never throws") {
+  devtap::cpu_client cpus(1);
+  std::vector<std::string> logs;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) { logs.emplace_back(m); });
+  {
+    devtap::receiver rx({.devices = all(cpus), .name = "dtor"});
+    auto point = rx.attach<int>([](const int&) { throw std::runtime_error("nope"); });
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+  }
+  devtap::set_log_sink({});
+  CHECK(std::any_of(logs.begin(), logs.end(), [](auto& m) {
+    return m.find("destroyed without close(); close() would have thrown") != std::string::npos;
+  }));
+}
