@@ -1,0 +1,206 @@
+#pragma once
+/** The cpu backend: `DEVTAP_CPU_DEVICES=N` host devices, each a thread that runs the work given to it. */
+#include <devtap/backend/device.hpp>
+#include <devtap/backend/executor.hpp>
+#include <devtap/backend/process.hpp>
+#include <devtap/config.hpp>
+#include <devtap/errors.hpp>
+#include <devtap/log.hpp>
+#include <devtap/outfeed/ring_memory.hpp>
+#include <devtap/outfeed/tap.hpp>
+#include <devtap/outfeed/tap_point.hpp>
+
+#include <charconv>
+#include <concepts>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+
+class cpu_device;
+
+/** What work running on a cpu device receives: its device, and taps into that device's outfeed. */
+class cpu_context {
+public:
+  explicit cpu_context(cpu_device& dev) noexcept : device_(&dev) {}
+
+  /** The device this work runs on. */
+  cpu_device& device() const noexcept { return *device_; }
+
+  /** Taps `value` to the consumer behind `point` on this device's attached receiver.
+   * Throws `outfeed_error` when no receiver is attached (it never blocks forever). */
+  template <class T>
+  void tap(const tap_point<T>& point, const T& value) const;
+
+private:
+  cpu_device* device_;
+};
+
+/** Work a cpu device accepts: callable with `cpu_context&`, or with nothing. */
+template <class F>
+concept cpu_work = std::invocable<F&, cpu_context&> || std::invocable<F&>;
+
+namespace detail {
+
+inline constexpr std::string_view cpu_platform = "cpu";
+inline constexpr int max_cpu_devices = 1024;
+
+template <class F>
+struct cpu_work_result {
+  using type = std::invoke_result_t<F&>;
+};
+template <class F>
+  requires std::invocable<F&, cpu_context&>
+struct cpu_work_result<F> {
+  using type = std::invoke_result_t<F&, cpu_context&>;
+};
+template <class F>
+using cpu_work_result_t = typename cpu_work_result<F>::type;
+
+template <class F>
+decltype(auto) invoke_cpu_work(F& fn, cpu_context& ctx) {
+  if constexpr (std::invocable<F&, cpu_context&>) return std::invoke(fn, ctx);
+  else return std::invoke(fn);
+}
+
+/** Parses `DEVTAP_CPU_DEVICES`: null or empty → 1; otherwise an integer in [1, 1024] or backend_error. */
+inline int cpu_device_count_from(const char* text) {
+  if (text == nullptr || *text == '\0') return 1;
+  const std::string_view v(text);
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > max_cpu_devices)
+    throw backend_error(detail::format_message(
+        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", v,
+        max_cpu_devices));
+  return n;
+}
+
+}  // namespace detail
+
+/** A host device: one executor thread running the work given to it, in submission order. */
+class cpu_device final : public device {
+public:
+  cpu_device(int id, int process_index)
+      : device(id, detail::cpu_platform, "cpu:" + std::to_string(id), process_index) {}
+
+  /** Queues `fn` (taking `cpu_context&` or nothing) and returns a future of its result; an
+   * exception thrown by `fn` is stored in the future. */
+  template <cpu_work F>
+  std::future<detail::cpu_work_result_t<std::decay_t<F>>> submit(F&& fn) {
+    using R = detail::cpu_work_result_t<std::decay_t<F>>;
+    std::packaged_task<R()> task([this, f = std::forward<F>(fn)]() mutable -> R {
+      cpu_context ctx(*this);
+      return detail::invoke_cpu_work(f, ctx);
+    });
+    auto result = task.get_future();
+    executor_.post(std::move(task));
+    return result;
+  }
+
+  /** Runs `fn` on the device behind the work queued before it, waits, and returns its result or
+   * rethrows its exception. Called from the device's own thread, runs `fn` at once (no deadlock). */
+  template <cpu_work F>
+  detail::cpu_work_result_t<std::decay_t<F>> run(F&& fn) {
+    if (executor_.on_executor_thread()) {
+      cpu_context ctx(*this);
+      return detail::invoke_cpu_work(fn, ctx);
+    }
+    // Blocking, so fn can be borrowed rather than moved into the queue.
+    return submit([&fn](cpu_context& ctx) -> detail::cpu_work_result_t<std::decay_t<F>> {
+             return detail::invoke_cpu_work(fn, ctx);
+           }).get();
+  }
+
+  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
+    return std::make_unique<detail::host_ring_allocation>(capacity);
+  }
+
+  /** Queues `fn` behind the work already submitted; an exception from `fn` is logged. */
+  void after_pending_work(std::function<void()> fn) override {
+    executor_.post([this, fn = std::move(fn)] {
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        log(log_level::error, "{}: after_pending_work callback threw: {}", name(), e.what());
+      } catch (...) {
+        log(log_level::error, "{}: after_pending_work callback threw an unknown exception", name());
+      }
+    });
+  }
+
+private:
+  detail::executor executor_;  // joined (after running what is queued) when the device is destroyed
+};
+
+template <class T>
+void cpu_context::tap(const tap_point<T>& point, const T& value) const {
+  detail::host_tap<T>(*device_, point, value);
+}
+
+/** The cpu backend's client: owns its devices; destroying it drains and joins their threads. */
+class cpu_client final : public client {
+public:
+  /** `devices` host devices (at least 1) for the process described by `process`. */
+  explicit cpu_client(int devices, process_info process = current_process()) : process_(process) {
+    if (devices < 1) throw backend_error("cpu_client needs at least one device");
+    owned_.reserve(static_cast<std::size_t>(devices));
+    for (int i = 0; i < devices; ++i) {
+      owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
+      views_.push_back(owned_.back().get());
+      cpu_views_.push_back(owned_.back().get());
+    }
+  }
+  ~cpu_client() override {
+    while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
+  }
+
+  std::string_view platform() const noexcept override { return detail::cpu_platform; }
+  int process_index() const noexcept override { return process_.index; }
+  /** Number of processes in this job (1 without a launcher). */
+  int process_count() const noexcept { return process_.count; }
+  std::span<device* const> local_devices() const noexcept override { return views_; }
+  /** The same devices, typed. */
+  std::span<cpu_device* const> cpu_devices() const noexcept { return cpu_views_; }
+
+private:
+  process_info process_;
+  std::vector<std::unique_ptr<cpu_device>> owned_;
+  std::vector<device*> views_;
+  std::vector<cpu_device*> cpu_views_;
+};
+
+/** The cpu backend policy: always present, lowest priority, required (its failure is fatal). */
+struct cpu_backend {
+  static constexpr std::string_view name = detail::cpu_platform;
+  static constexpr int priority = 0;
+  static constexpr bool required = true;
+  /** `DEVTAP_CPU_DEVICES` devices (default 1); a malformed value throws `backend_error`. */
+  static std::unique_ptr<cpu_client> create() {
+    return std::make_unique<cpu_client>(detail::cpu_device_count_from(std::getenv("DEVTAP_CPU_DEVICES")));
+  }
+};
+
+/** `d` as a cpu device; throws `backend_error` if it belongs to another backend. */
+inline cpu_device& as_cpu_device(device& d) {
+  if (auto* cpu = dynamic_cast<cpu_device*>(&d)) return *cpu;
+  throw backend_error(detail::format_message("Device '{}' is not a cpu device", d.name()));
+}
+
+/** `c` as the cpu backend's client; throws `backend_error` if it is another backend's. */
+inline cpu_client& as_cpu_client(client& c) {
+  if (auto* cpu = dynamic_cast<cpu_client*>(&c)) return *cpu;
+  throw backend_error(detail::format_message("Backend '{}' is not the cpu backend", c.platform()));
+}
+
+DEVTAP_END_NAMESPACE

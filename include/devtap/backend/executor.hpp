@@ -1,0 +1,91 @@
+#pragma once
+/** A single-thread FIFO executor: the engine of a cpu device (and of the cuda device's helper). */
+#include <devtap/config.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** A move-only `void()` callable (std::move_only_function is C++23). */
+class unique_task {
+public:
+  unique_task() = default;
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, unique_task> && std::is_invocable_v<std::decay_t<F>&>)
+  unique_task(F&& fn) : impl_(std::make_unique<model<std::decay_t<F>>>(std::forward<F>(fn))) {}
+
+  explicit operator bool() const noexcept { return impl_ != nullptr; }
+  void operator()() { impl_->call(); }
+
+private:
+  struct concept_t {
+    virtual ~concept_t() = default;
+    virtual void call() = 0;
+  };
+  template <class F>
+  struct model final : concept_t {
+    explicit model(F&& f) : fn(std::move(f)) {}
+    explicit model(const F& f) : fn(f) {}
+    void call() override { fn(); }
+    F fn;
+  };
+  std::unique_ptr<concept_t> impl_;
+};
+
+/** One thread running posted tasks in order. Destruction runs what is already queued, then joins.
+ *
+ * Tasks must not throw (callers wrap them: packaged_task, or a try/catch that logs). */
+class executor {
+public:
+  executor() : thread_([this](std::stop_token stop) { loop(stop); }) {}
+  executor(const executor&) = delete;
+  executor& operator=(const executor&) = delete;
+  ~executor() {
+    thread_.request_stop();  // wakes the condition_variable_any wait
+    thread_.join();
+  }
+
+  /** Queues `task` behind everything posted before it. */
+  void post(unique_task task) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+
+  /** True when called from the executor's own thread. */
+  bool on_executor_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+
+private:
+  void loop(std::stop_token stop) {
+    for (;;) {
+      unique_task task;
+      {
+        std::unique_lock lock(mutex_);
+        // Returns when there is work, or when stop was requested; queued work still runs on stop.
+        ready_.wait(lock, stop, [this] { return !queue_.empty(); });
+        if (queue_.empty()) return;  // stop requested and nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable_any ready_;
+  std::deque<unique_task> queue_;
+  std::jthread thread_;  // last: starts after, and is joined before, the members it uses
+};
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

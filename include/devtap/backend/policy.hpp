@@ -1,0 +1,72 @@
+#pragma once
+/** `backend_policy<B>`: what a compile-time backend type must provide.
+ *
+ * ```cpp
+ * struct my_backend {
+ *   static constexpr std::string_view name = "mydev";
+ *   static constexpr int priority = 300;        // higher wins the default
+ *   static constexpr bool required = false;     // true: a failed init is fatal
+ *   static std::unique_ptr<devtap::client> create();   // may throw; called lazily
+ * };
+ * ```
+ */
+#include <devtap/backend/device.hpp>
+#include <devtap/config.hpp>
+
+#include <concepts>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// One concept per member, so a malformed policy gets one message naming what is wrong.
+// The std::bool_constant requirements insist the member is a compile-time constant.
+template <class B>
+concept policy_has_name = requires {
+  { B::name } -> std::convertible_to<std::string_view>;
+  typename std::bool_constant<(std::string_view(B::name).size() > 0)>;
+} && (std::string_view(B::name).size() > 0);
+
+template <class B>
+concept policy_has_priority = requires {
+  typename std::integral_constant<int, B::priority>;
+} && std::same_as<std::remove_cvref_t<decltype(B::priority)>, int>;
+
+template <class B>
+concept policy_has_required = requires {
+  typename std::bool_constant<B::required>;
+} && std::same_as<std::remove_cvref_t<decltype(B::required)>, bool>;
+
+template <class B>
+concept policy_has_create = requires {
+  { B::create() } -> std::convertible_to<std::unique_ptr<client>>;
+};
+
+}  // namespace detail
+
+/** A backend policy type: constant `name` (non-empty), `priority` (int), `required` (bool), and
+ * a static `create()` returning a `std::unique_ptr` to a `devtap::client` (or derived). */
+template <class B>
+concept backend_policy = detail::policy_has_name<B> && detail::policy_has_priority<B> &&
+                         detail::policy_has_required<B> && detail::policy_has_create<B>;
+
+/** Checks `B` against `backend_policy` with one readable `static_assert` per missing member;
+ * returns true when `B` conforms. `registry<B...>` calls it for each of its backends. */
+template <class B>
+consteval bool check_backend_policy() {
+  static_assert(detail::policy_has_name<B>,
+                "devtap backend policy: missing or invalid member `static constexpr std::string_view name` "
+                "(must be a non-empty compile-time constant)");
+  static_assert(detail::policy_has_priority<B>,
+                "devtap backend policy: missing or invalid member `static constexpr int priority`");
+  static_assert(detail::policy_has_required<B>,
+                "devtap backend policy: missing or invalid member `static constexpr bool required`");
+  static_assert(detail::policy_has_create<B>,
+                "devtap backend policy: missing or invalid member "
+                "`static std::unique_ptr<devtap::client> create()`");
+  return backend_policy<B>;
+}
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,339 @@
+#pragma once
+/** `registry<B...>`: a compile-time list of backend policies, each started lazily, at most once. */
+#include <devtap/backend/device.hpp>
+#include <devtap/backend/policy.hpp>
+#include <devtap/config.hpp>
+#include <devtap/errors.hpp>
+#include <devtap/log.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// Safe accessors: a malformed policy yields only check_backend_policy's static_assert, not a
+// cascade of errors from every place the registry reads a member.
+template <class B>
+consteval std::string_view policy_name() {
+  if constexpr (policy_has_name<B>) return std::string_view(B::name);
+  else return {};
+}
+template <class B>
+consteval int policy_priority() {
+  if constexpr (policy_has_priority<B>) return B::priority;
+  else return 0;
+}
+template <class B>
+consteval bool policy_required() {
+  if constexpr (policy_has_required<B>) return B::required;
+  else return false;
+}
+template <class B>
+std::unique_ptr<client> policy_create() {
+  if constexpr (policy_has_create<B>) return B::create();
+  else return nullptr;
+}
+
+struct backend_entry {
+  std::string_view name;
+  int priority;
+  bool required;
+  std::unique_ptr<client> (*create)();
+};
+
+/** Declaration indices sorted by descending priority; ties keep declaration order (stable). */
+template <std::size_t N>
+consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_entry, N>& entries) {
+  std::array<std::size_t, N> order{};
+  for (std::size_t i = 0; i < N; ++i) order[i] = i;
+  for (std::size_t i = 1; i < N; ++i)  // insertion sort: constexpr and stable
+    for (std::size_t j = i; j > 0 && entries[order[j - 1]].priority < entries[order[j]].priority; --j) {
+      const std::size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  return order;
+}
+
+template <std::size_t N>
+consteval bool names_unique(const std::array<backend_entry, N>& entries) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (entries[i].name == entries[j].name) return false;
+  return true;
+}
+
+inline std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+template <class Range, class Proj>
+std::string join(const Range& items, Proj proj, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out.append(sep);
+    out.append(proj(item));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/** The backends `B...`, sorted by priority at compile time, each created lazily and at most once.
+ *
+ * Nothing runs at construction but parsing the platforms list: a backend's `create()` is first
+ * called by `get_backend(name)` (that backend only) or `backends()` (all of them). The outcome of
+ * `create()` — a client or the error text — is kept for the registry's lifetime.
+ * Thread-safe; not copyable or movable. */
+template <class... B>
+class registry {
+  static_assert(sizeof...(B) > 0, "devtap::registry needs at least one backend");
+  static_assert((check_backend_policy<B>() && ...), "devtap::registry: a backend is not a devtap::backend_policy");
+
+  static constexpr std::size_t count = sizeof...(B);
+  static constexpr std::array<detail::backend_entry, count> entries_{
+      detail::backend_entry{detail::policy_name<B>(), detail::policy_priority<B>(), detail::policy_required<B>(),
+                            &detail::policy_create<B>}...};
+  static_assert(detail::names_unique(entries_), "devtap::registry: two backends have the same name");
+  static constexpr std::array<std::size_t, count> order_ = detail::order_by_priority(entries_);
+
+  template <std::size_t... I>
+  static consteval std::array<std::string_view, count> sorted_names(std::index_sequence<I...>) {
+    return {entries_[order_[I]].name...};
+  }
+
+public:
+  /** Backend names, highest priority first (ties: declaration order). */
+  static constexpr std::array<std::string_view, count> names = sorted_names(std::make_index_sequence<count>{});
+  /** Backend names in declaration order (used in "known: ..." messages). */
+  static constexpr std::array<std::string_view, count> declared_names{detail::policy_name<B>()...};
+
+  /** Reads the platforms list from `DEVTAP_PLATFORMS` (unset or empty: every backend). */
+  registry() : registry(env_platforms()) {}
+
+  /** `platforms`: comma-separated backend names that restrict and order the backends, as
+   * `DEVTAP_PLATFORMS` does; empty means every backend, by priority. An unknown name is reported
+   * by the first call that needs the backends, not here. */
+  explicit registry(std::string_view platforms) {
+    platforms_ = std::string(detail::trim(platforms));
+    std::size_t start = 0;
+    while (start <= platforms.size()) {
+      const std::size_t comma = std::min(platforms.find(',', start), platforms.size());
+      const std::string_view item = detail::trim(platforms.substr(start, comma - start));
+      start = comma + 1;
+      if (item.empty()) continue;
+      const std::size_t index = index_of(item);
+      if (index == count) {
+        if (config_error_.empty())
+          config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS (known: {})", item,
+                                                 known_names());
+        continue;
+      }
+      if (std::find(enabled_.begin(), enabled_.end(), index) == enabled_.end()) enabled_.push_back(index);
+    }
+    restricted_ = !enabled_.empty() || !config_error_.empty();
+    if (!restricted_)
+      for (std::size_t i : order_) enabled_.push_back(i);
+  }
+
+  registry(const registry&) = delete;
+  registry& operator=(const registry&) = delete;
+
+  /** Initialises the backend `name` only (once) and returns its client.
+   * Throws `backend_error`: unknown name, not enabled by the platforms list, its `create()` failed
+   * (with the recorded reason), or it has no devices. Naming "cpu" counts as asking for cpu. */
+  client& get_backend(std::string_view name) {
+    check_config();
+    const std::size_t index = index_of(name);
+    if (index == count)
+      throw backend_error(detail::format_message("Unknown backend '{}' (known: {})", name, known_names()));
+    if (std::find(enabled_.begin(), enabled_.end(), index) == enabled_.end())
+      throw backend_error(detail::format_message("Backend '{}' is not enabled by DEVTAP_PLATFORMS={}", name,
+                                                 platforms_));
+    if (name == "cpu") cpu_requested_.store(true, std::memory_order_relaxed);
+    return usable(index);
+  }
+
+  /** The default backend's client: the highest-priority backend that initialised (initialises all). */
+  client& get_backend() {
+    auto all = backends();
+    if (all.empty())
+      throw backend_error(detail::format_message("No backend could be initialized (errors: {})", errors_text()));
+    return *all.front();
+  }
+
+  /** Initialises every enabled backend (each once) and returns the usable ones, default first.
+   *
+   * Without a platforms list: a non-required backend that fails is recorded (`backend_errors()`)
+   * and skipped, a required one's failure is thrown as `backend_error`, a backend with no devices is
+   * skipped, and the order is by priority. With a platforms list: its order, and any listed backend
+   * that fails or has no devices is an error. If the default is "cpu" and the user did not ask for
+   * cpu, warns once: "No GPU found, falling back to CPU". */
+  std::vector<client*> backends() {
+    check_config();
+    std::vector<client*> usable_clients;
+    for (std::size_t index : enabled_) {
+      slot& s = ensure(index);
+      if (!s.instance) {
+        if (restricted_ || entries_[index].required) throw failed_error(index, s);
+        continue;
+      }
+      if (s.instance->device_count() == 0) {
+        if (restricted_) throw no_devices_error(index);
+        continue;
+      }
+      usable_clients.push_back(s.instance.get());
+    }
+    constexpr std::size_t cpu = index_of("cpu");
+    if constexpr (cpu != count) {
+      // A platforms list is the user's explicit choice, so it never warns.
+      const bool fell_back = !usable_clients.empty() && usable_clients.front() == slots_[cpu].instance.get();
+      if (fell_back && !restricted_ && !cpu_requested_.load(std::memory_order_relaxed) &&
+          !warned_.exchange(true, std::memory_order_relaxed))
+        log(log_level::warn, "{}", "No GPU found, falling back to CPU");  // "{}": a zero-argument log() warns under nvcc (#186)
+    }
+    return usable_clients;
+  }
+
+  /** The name of the default backend (see `get_backend()`). */
+  std::string_view default_backend() {
+    client& c = get_backend();
+    for (std::size_t i = 0; i < count; ++i)
+      if (slots_[i].instance.get() == &c) return entries_[i].name;
+    return c.platform();  // unreachable
+  }
+
+  /** Failures recorded so far, backend name → reason. Initialises nothing: call `backends()` first
+   * to have every backend tried. */
+  std::map<std::string, std::string, std::less<>> backend_errors() const {
+    std::map<std::string, std::string, std::less<>> errors;
+    for (std::size_t i = 0; i < count; ++i) {
+      const slot& s = slots_[i];
+      if (s.done.load(std::memory_order_acquire) && !s.instance) errors.emplace(entries_[i].name, s.error);
+    }
+    return errors;
+  }
+
+  /** The devices of backend `name` (initialises it). */
+  std::span<device* const> devices(std::string_view name) { return get_backend(name).local_devices(); }
+  /** The devices of the default backend. */
+  std::span<device* const> devices() { return get_backend().local_devices(); }
+  /** Number of devices of backend `name` (initialises it). */
+  std::size_t device_count(std::string_view name) { return get_backend(name).device_count(); }
+  /** Number of devices of the default backend. */
+  std::size_t device_count() { return get_backend().device_count(); }
+  /** This process's index as backend `name` sees it. */
+  int process_index(std::string_view name) { return get_backend(name).process_index(); }
+  /** This process's index as the default backend sees it. */
+  int process_index() { return get_backend().process_index(); }
+
+  /** True when `name` is one of this registry's backends. */
+  static constexpr bool contains(std::string_view name) noexcept { return index_of(name) != count; }
+
+private:
+  struct slot {
+    std::once_flag once;
+    std::atomic<bool> done{false};      // set (release) when instance/error are final
+    std::unique_ptr<client> instance;   // null: failed, see error
+    std::string error;
+  };
+
+  static std::string env_platforms() {
+    const char* text = std::getenv("DEVTAP_PLATFORMS");
+    return text ? std::string(text) : std::string();
+  }
+
+  static constexpr std::size_t index_of(std::string_view name) noexcept {
+    for (std::size_t i = 0; i < count; ++i)
+      if (entries_[i].name == name) return i;
+    return count;
+  }
+
+  static std::string known_names() {
+    return detail::join(declared_names, [](std::string_view n) { return n; });
+  }
+
+  void check_config() const {
+    if (!config_error_.empty()) throw backend_error(config_error_);
+  }
+
+  std::string errors_text() const {
+    const auto errors = backend_errors();
+    if (errors.empty()) return "none";
+    return detail::join(errors, [](const auto& kv) { return kv.first + ": " + kv.second; }, "; ");
+  }
+
+  backend_error failed_error(std::size_t index, const slot& s) const {
+    return backend_error(detail::format_message("Unable to initialize backend '{}': {}", entries_[index].name, s.error));
+  }
+  static backend_error no_devices_error(std::size_t index) {
+    return backend_error(detail::format_message("Backend '{}' provides no devices", entries_[index].name));
+  }
+
+  client& usable(std::size_t index) {
+    slot& s = ensure(index);
+    if (!s.instance) throw failed_error(index, s);
+    if (s.instance->device_count() == 0) throw no_devices_error(index);
+    return *s.instance;
+  }
+
+  slot& ensure(std::size_t index) {
+    slot& s = slots_[index];
+    // The callable never throws: libstdc++'s call_once can hang other waiters after a throwing
+    // callable (the reason PyTorch wrote its own). The outcome is stored instead.
+    std::call_once(s.once, [this, index, &s]() noexcept { initialise(index, s); });
+    return s;
+  }
+
+  void initialise(std::size_t index, slot& s) noexcept {
+    const std::string_view name = entries_[index].name;
+    try {
+      s.instance = entries_[index].create();
+      if (!s.instance) s.error = "create() returned no client";
+    } catch (const std::exception& e) {
+      s.instance.reset();
+      s.error = *e.what() ? e.what() : "unknown error";
+    } catch (...) {
+      s.instance.reset();
+      s.error = "unknown exception";
+    }
+    try {  // a user log sink may throw; initialisation has succeeded or failed regardless
+      if (s.instance && log_enabled(log_level::debug)) {
+        const auto devs = s.instance->local_devices();
+        log(log_level::debug, "Initialized backend {}: process_index {}, device_count {}, local_devices [{}]", name,
+            s.instance->process_index(), devs.size(),
+            detail::join(devs, [](const device* d) -> const std::string& { return d->name(); }));
+      } else if (!s.instance) {
+        log(log_level::info, "Unable to initialize backend '{}': {}", name, s.error);
+      }
+    } catch (...) {
+    }
+    s.done.store(true, std::memory_order_release);
+  }
+
+  std::array<slot, count> slots_;       // by declaration index
+  std::vector<std::size_t> enabled_;    // declaration indices, in the order backends() tries them
+  bool restricted_ = false;             // a platforms list was given
+  std::string platforms_;               // its text, for messages
+  std::string config_error_;            // an unknown name in the platforms list
+  std::atomic<bool> cpu_requested_{false};
+  std::atomic<bool> warned_{false};
+};
+
+DEVTAP_END_NAMESPACE
