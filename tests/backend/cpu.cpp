@@ -1,0 +1,202 @@
+// The cpu backend: devices that run work on their own threads.
+#include "test_backends.hpp"
+
+#include <devtap/backend/cpu.hpp>
+#include <devtap/errors.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using devtap::cpu_client;
+using devtap::cpu_context;
+using devtap::cpu_device;
+
+namespace {
+
+struct work_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+static_assert(devtap::backend_policy<devtap::cpu_backend>);
+static_assert(devtap::cpu_backend::name == "cpu" && devtap::cpu_backend::priority == 0 && devtap::cpu_backend::required);
+static_assert(devtap::cpu_work<void (*)()>);
+static_assert(devtap::cpu_work<int (*)(cpu_context&)>);
+static_assert(!devtap::cpu_work<int>);
+static_assert(!devtap::cpu_work<void (*)(int)>);
+
+TEST_CASE("cpu client: devices, names, platform", "[cpu]") {
+  cpu_client c(3, {1, 2});
+  CHECK(c.platform() == "cpu");
+  CHECK(c.device_count() == 3);
+  CHECK(c.process_index() == 1);
+  CHECK(c.process_count() == 2);
+  for (int i = 0; i < 3; ++i) {
+    const devtap::device& d = *c.local_devices()[static_cast<std::size_t>(i)];
+    CHECK(d.id() == i);
+    CHECK(d.platform() == "cpu");
+    CHECK(d.name() == "cpu:" + std::to_string(i));
+    CHECK(d.process_index() == 1);
+    CHECK(d.host_can_tap());
+    CHECK(&d == c.cpu_devices()[static_cast<std::size_t>(i)]);
+  }
+  CHECK_THROWS_AS(cpu_client(0), devtap::backend_error);
+}
+
+TEST_CASE("run: returns the result, with or without a context", "[cpu]") {
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  CHECK(d.run([] { return 42; }) == 42);
+  CHECK(d.run([](cpu_context& ctx) { return &ctx.device(); }) == &d);
+  int touched = 0;
+  d.run([&] { touched = 1; });  // void work
+  CHECK(touched == 1);
+  int value = 7;
+  int& ref = d.run([&]() -> int& { return value; });  // references come back as references
+  CHECK(&ref == &value);
+  auto moved = d.run([p = std::make_unique<int>(5)] { return *p; });  // move-only work
+  CHECK(moved == 5);
+}
+
+TEST_CASE("run: rethrows the work's exception in the caller", "[cpu]") {
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  CHECK_THROWS_AS(d.run([] { throw work_failed("bad step"); }), work_failed);
+  CHECK_THROWS_WITH(d.run([](cpu_context&) -> int { throw work_failed("bad step 2"); }), "bad step 2");
+  CHECK(d.run([] { return 1; }) == 1);  // the device carries on
+}
+
+TEST_CASE("submit: futures, in submission order, exceptions in the future", "[cpu]") {
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  std::vector<int> order;  // touched only by the device thread
+  std::vector<std::future<int>> results;
+  for (int i = 0; i < 100; ++i)
+    results.push_back(d.submit([&order, i] {
+      order.push_back(i);
+      return i * i;
+    }));
+  for (int i = 0; i < 100; ++i) CHECK(results[static_cast<std::size_t>(i)].get() == i * i);
+  std::vector<int> expected(100);
+  for (int i = 0; i < 100; ++i) expected[static_cast<std::size_t>(i)] = i;
+  CHECK(order == expected);
+
+  auto failing = d.submit([](cpu_context&) -> int { throw work_failed("late"); });
+  CHECK_THROWS_AS(failing.get(), work_failed);
+  auto move_only = d.submit([p = std::make_unique<int>(9)](cpu_context&) { return *p; });
+  CHECK(move_only.get() == 9);
+}
+
+TEST_CASE("each device has its own thread", "[cpu]") {
+  cpu_client c(4);
+  std::set<std::thread::id> ids;
+  for (cpu_device* d : c.cpu_devices()) {
+    const auto a = d->run([] { return std::this_thread::get_id(); });
+    const auto b = d->run([] { return std::this_thread::get_id(); });
+    CHECK(a == b);
+    CHECK(a != std::this_thread::get_id());
+    ids.insert(a);
+  }
+  CHECK(ids.size() == 4);
+}
+
+TEST_CASE("devices run concurrently", "[cpu]") {
+  cpu_client c(2);
+  std::promise<void> ping;
+  std::promise<void> pong;
+  // Device 0 waits for device 1: only possible if they run at the same time.
+  auto a = c.cpu_devices()[0]->submit([&] {
+    ping.set_value();
+    return pong.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  });
+  auto b = c.cpu_devices()[1]->submit([&] {
+    ping.get_future().wait();
+    pong.set_value();
+  });
+  b.get();
+  CHECK(a.get());
+}
+
+TEST_CASE("run from the device's own thread runs at once instead of deadlocking", "[cpu]") {
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  CHECK(d.run([&d](cpu_context&) { return d.run([] { return 3; }) + 1; }) == 4);
+}
+
+TEST_CASE("after_pending_work runs behind the queued work", "[cpu]") {
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  std::atomic<int> done{0};
+  for (int i = 0; i < 10; ++i)
+    d.submit([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      done.fetch_add(1);
+    });
+  std::promise<int> seen;
+  d.after_pending_work([&] { seen.set_value(done.load()); });
+  CHECK(seen.get_future().get() == 10);
+}
+
+TEST_CASE("an after_pending_work callback that throws is logged, not fatal", "[cpu]") {
+  devtap_test::log_capture log;
+  cpu_client c(1);
+  cpu_device& d = *c.cpu_devices()[0];
+  d.after_pending_work([] { throw work_failed("callback broke"); });
+  CHECK(d.run([] { return 1; }) == 1);
+  CHECK(log.count(devtap::log_level::error, "cpu:0: after_pending_work callback threw: callback broke") == 1);
+}
+
+TEST_CASE("destroying a client runs queued work, then joins its threads", "[cpu]") {
+  std::atomic<int> done{0};
+  std::vector<std::future<void>> results;
+  {
+    cpu_client c(2);
+    for (int i = 0; i < 50; ++i)
+      for (cpu_device* d : c.cpu_devices())
+        results.push_back(d->submit([&done] {
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+          done.fetch_add(1);
+        }));
+  }
+  CHECK(done == 100);
+  for (auto& r : results) CHECK_NOTHROW(r.get());  // no broken promises
+}
+
+TEST_CASE("allocate_ring gives a host ring the host may tap", "[cpu]") {
+  cpu_client c(1);
+  auto ring = c.cpu_devices()[0]->allocate_ring(4096);
+  REQUIRE(ring);
+  CHECK(ring->host.capacity == 4096);
+  CHECK(ring->host_can_produce);
+  CHECK(ring->producers_wake_reader);
+}
+
+TEST_CASE("DEVTAP_CPU_DEVICES parsing", "[cpu]") {
+  using devtap::detail::cpu_device_count_from;
+  CHECK(cpu_device_count_from(nullptr) == 1);
+  CHECK(cpu_device_count_from("") == 1);
+  CHECK(cpu_device_count_from("4") == 4);
+  CHECK(cpu_device_count_from("1024") == 1024);
+  for (const char* bad : {"0", "-1", "abc", "2x", " 2", "1025", "99999999999"})
+    CHECK_THROWS_AS(cpu_device_count_from(bad), devtap::backend_error);
+  CHECK_THROWS_WITH(cpu_device_count_from("abc"),
+                    "DEVTAP_CPU_DEVICES='abc' is not a valid device count (expected an integer from 1 to 1024)");
+}
+
+TEST_CASE("as_cpu_device and as_cpu_client check the backend", "[cpu]") {
+  cpu_client c(1);
+  CHECK(&devtap::as_cpu_device(*c.local_devices()[0]) == c.cpu_devices()[0]);
+  CHECK(&devtap::as_cpu_client(c) == &c);
+  devtap_test::fake_client other("fake", 1);
+  CHECK_THROWS_WITH(devtap::as_cpu_device(*other.local_devices()[0]), "Device 'fake:0' is not a cpu device");
+  CHECK_THROWS_WITH(devtap::as_cpu_client(other), "Backend 'fake' is not the cpu backend");
+}

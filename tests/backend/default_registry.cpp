@@ -1,0 +1,144 @@
+// The process-wide registry through the free functions. Each case is its own `meson test` (hidden
+// tag, own process, own environment: see meson.build), because the registry lives once per process.
+#include "test_backends.hpp"
+
+#include <devtap/backend.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#if defined(DEVTAP_WITH_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+using devtap::backend_error;
+using devtap::log_level;
+using devtap_test::fallback_warning;
+using devtap_test::log_capture;
+
+namespace {
+
+#if defined(DEVTAP_WITH_CUDA)
+constexpr const char* known = "cpu, cuda";
+/** cudaSuccess with at least one GPU, or the error cudaGetDeviceCount reports. */
+cudaError_t gpu_status() {
+  int n = 0;
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  return status == cudaSuccess && n == 0 ? cudaErrorNoDevice : status;
+}
+#else
+constexpr const char* known = "cpu";
+#endif
+
+}  // namespace
+
+TEST_CASE("default registry: without a GPU, the cuda failure is recorded and cpu is used, with one warning",
+          "[.default]") {
+  log_capture log;  // before the first use, so the registry's lines are captured
+  auto all = devtap::backends();
+  devtap::backends();
+  devtap::get_backend();
+  REQUIRE(!all.empty());
+#if defined(DEVTAP_WITH_CUDA)
+  const cudaError_t status = gpu_status();
+  if (status == cudaSuccess) {  // a machine with a GPU: cuda is the default, no warning
+    CHECK(devtap::default_backend() == "cuda");
+    CHECK(all.size() == 2);
+    CHECK(devtap::backend_errors().empty());
+    CHECK(log.count(log_level::warn, fallback_warning) == 0);
+    auto& gpu = dynamic_cast<devtap::cuda_device&>(*devtap::devices("cuda")[0]);
+    CHECK(gpu.compute_capability_major() >= 7);
+    CHECK(gpu.total_memory() > 0);
+    CHECK(!gpu.host_can_tap());
+    return;
+  }
+  const auto errors = devtap::backend_errors();
+  REQUIRE(errors.count("cuda") == 1);
+  const std::string& reason = errors.at("cuda");
+  INFO("recorded: " << reason);
+  CHECK_THAT(reason, Catch::Contains(cudaGetErrorString(status)));
+  CHECK_THAT(reason, Catch::Contains("code " + std::to_string(static_cast<int>(status))));
+  CHECK_THROWS_WITH(devtap::get_backend("cuda"), "Unable to initialize backend 'cuda': " + reason);
+  CHECK(log.count(log_level::info, "Unable to initialize backend 'cuda': " + reason) == 1);
+#endif
+  CHECK(devtap::default_backend() == "cpu");
+  CHECK(all.size() == 1);
+  CHECK(all.front()->platform() == "cpu");
+  CHECK(log.count(log_level::warn, fallback_warning) == 1);
+  CHECK(log.lines(log_level::warn).size() == 1);
+  CHECK(log.count(log_level::debug,
+                  "Initialized backend cpu: process_index 0, device_count 1, local_devices [cpu:0]") == 1);
+  // Work runs on the fallback.
+  CHECK(devtap::cpu_devices()[0]->run([](devtap::cpu_context& ctx) { return ctx.device().id(); }) == 0);
+  CHECK_THROWS_WITH(devtap::get_backend("tpu"), std::string("Unknown backend 'tpu' (known: ") + known + ")");
+}
+
+TEST_CASE("default registry: asking for cpu first means no warning", "[.asked]") {
+  log_capture log;
+  CHECK(devtap::device_count("cpu") == 1);
+  const auto name = devtap::default_backend();
+  CHECK((name == "cpu" || name == "cuda"));
+  CHECK(log.count(log_level::warn, fallback_warning) == 0);
+}
+
+TEST_CASE("default registry: DEVTAP_CPU_DEVICES=3", "[.cpu3]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_CPU_DEVICES")) == "3");
+  CHECK(devtap::device_count("cpu") == 3);
+  auto devs = devtap::cpu_devices();
+  REQUIRE(devs.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(devs[i]->name() == "cpu:" + std::to_string(i));
+    CHECK(devs[i]->run([](devtap::cpu_context& ctx) { return ctx.device().id(); }) == static_cast<int>(i));
+  }
+}
+
+TEST_CASE("default registry: a malformed DEVTAP_CPU_DEVICES is a clear error", "[.badcpu]") {
+  const std::string message =
+      "Unable to initialize backend 'cpu': DEVTAP_CPU_DEVICES='lots' is not a valid device count "
+      "(expected an integer from 1 to 1024)";
+  CHECK_THROWS_WITH(devtap::backends(), message);  // cpu is required: rethrown
+  CHECK_THROWS_WITH(devtap::get_backend("cpu"), message);
+  CHECK_THROWS_AS(devtap::get_backend(), backend_error);
+}
+
+TEST_CASE("default registry: DEVTAP_PLATFORMS=cpu uses cpu only, silently", "[.platforms_cpu]") {
+  log_capture log;
+  CHECK(devtap::default_backend() == "cpu");
+  CHECK(devtap::backends().size() == 1);
+  CHECK(devtap::backend_errors().empty());  // cuda was never tried
+  CHECK(log.lines(log_level::warn).empty());
+#if defined(DEVTAP_WITH_CUDA)
+  CHECK_THROWS_WITH(devtap::get_backend("cuda"), "Backend 'cuda' is not enabled by DEVTAP_PLATFORMS=cpu");
+#endif
+}
+
+TEST_CASE("default registry: DEVTAP_PLATFORMS=cuda,cpu without a GPU is an error", "[.platforms_cuda]") {
+#if defined(DEVTAP_WITH_CUDA)
+  const cudaError_t status = gpu_status();
+  if (status == cudaSuccess) {
+    CHECK(devtap::default_backend() == "cuda");
+    return;
+  }
+  CHECK_THROWS_WITH(devtap::backends(), Catch::StartsWith("Unable to initialize backend 'cuda': ") &&
+                                            Catch::Contains(cudaGetErrorString(status)));
+  CHECK_THROWS_AS(devtap::get_backend(), backend_error);
+  CHECK(devtap::get_backend("cpu").platform() == "cpu");
+#else
+  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'cuda' in DEVTAP_PLATFORMS (known: cpu)");
+#endif
+}
+
+TEST_CASE("default registry: an unknown name in DEVTAP_PLATFORMS", "[.platforms_unknown]") {
+  CHECK_THROWS_WITH(devtap::backends(), std::string("Unknown backend 'tpu' in DEVTAP_PLATFORMS (known: ") + known + ")");
+  CHECK_THROWS_AS(devtap::get_backend("cpu"), backend_error);
+}
+
+TEST_CASE("default registry: process index from the launcher", "[.slurm]") {
+  CHECK(devtap::get_backend("cpu").process_index() == 2);
+  CHECK(devtap::as_cpu_client(devtap::get_backend("cpu")).process_count() == 4);
+  CHECK(devtap::devices("cpu")[0]->process_index() == 2);
+  CHECK(devtap::process_index() == 2);
+}

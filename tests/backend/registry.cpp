@@ -1,0 +1,336 @@
+// registry<B...>: compile-time order, lazy once-only creation, failures, platforms, the fallback warning.
+#include "test_backends.hpp"
+
+#include <devtap/backend/registry.hpp>
+#include <devtap/errors.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <latch>
+#include <set>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+using namespace devtap_test;
+using devtap::backend_error;
+using devtap::log_level;
+using sv = std::string_view;
+
+namespace {
+
+std::vector<sv> platforms_of(const std::vector<devtap::client*>& clients) {
+  std::vector<sv> out;
+  for (auto* c : clients) out.push_back(c->platform());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("backends are sorted by priority at compile time, ties by declaration order", "[registry]") {
+  using low = test_backend<"low", 1>;
+  using high = test_backend<"high", 300>;
+  using mid_a = test_backend<"mid_a", 100>;
+  using mid_b = test_backend<"mid_b", 100>;
+  using R = devtap::registry<low, mid_a, high, mid_b>;
+
+  static_assert(R::names == std::array<sv, 4>{"high", "mid_a", "mid_b", "low"});
+  static_assert(R::declared_names == std::array<sv, 4>{"low", "mid_a", "high", "mid_b"});
+  static_assert(R::contains("mid_b") && !R::contains("nope"));
+  // Reversing the tied pair reverses their order: ties follow declaration order, not names.
+  static_assert(devtap::registry<mid_b, mid_a>::names == std::array<sv, 2>{"mid_b", "mid_a"});
+
+  R r{""};
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"high", "mid_a", "mid_b", "low"});
+  CHECK(r.default_backend() == "high");
+  CHECK(&r.get_backend() == &r.get_backend("high"));
+}
+
+TEST_CASE("nothing is created until asked, and get_backend(name) creates that backend only", "[registry]") {
+  using a = test_backend<"lazy_a", 10>;
+  using b = test_backend<"lazy_b", 20>;
+  const int a0 = a::creates, b0 = b::creates;
+  devtap::registry<a, b> r{""};
+  CHECK(a::creates == a0);
+  CHECK(b::creates == b0);
+
+  devtap::client& first = r.get_backend("lazy_a");
+  CHECK(first.platform() == "lazy_a");
+  CHECK(a::creates == a0 + 1);
+  CHECK(b::creates == b0);  // the other backend is untouched
+
+  CHECK(&r.get_backend("lazy_a") == &first);  // the same client every time
+  r.backends();
+  r.backends();
+  CHECK(a::creates == a0 + 1);
+  CHECK(b::creates == b0 + 1);
+}
+
+TEST_CASE("an optional backend that fails is recorded and skipped", "[registry]") {
+  log_capture log;
+  using gpu = failing_backend<"gpu_fail", 200>;
+  using cpu = test_backend<"cpu", 0, true>;
+  const int g0 = gpu::creates;
+  devtap::registry<cpu, gpu> r{""};
+
+  CHECK(r.backend_errors().empty());  // an observer: tries nothing
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu"});
+  CHECK(r.default_backend() == "cpu");
+  const auto errors = r.backend_errors();
+  REQUIRE(errors.size() == 1);
+  CHECK(errors.at("gpu_fail") == "boom: gpu_fail");
+  CHECK_THROWS_AS(r.get_backend("gpu_fail"), backend_error);
+  CHECK_THROWS_WITH(r.get_backend("gpu_fail"), "Unable to initialize backend 'gpu_fail': boom: gpu_fail");
+  CHECK(gpu::creates == g0 + 1);  // the failure is kept, never retried
+  CHECK(log.count(log_level::info, "Unable to initialize backend 'gpu_fail': boom: gpu_fail") == 1);
+}
+
+TEST_CASE("a required backend that fails is rethrown by backends()", "[registry]") {
+  using cpu = failing_backend<"cpu", 0, true>;
+  using gpu = test_backend<"gpu_ok", 100>;
+  const int c0 = cpu::creates;
+  devtap::registry<cpu, gpu> r{""};
+  CHECK_THROWS_WITH(r.backends(), "Unable to initialize backend 'cpu': boom: cpu");
+  CHECK_THROWS_AS(r.backends(), backend_error);
+  CHECK(cpu::creates == c0 + 1);
+  CHECK(r.backend_errors().at("cpu") == "boom: cpu");
+  CHECK(r.get_backend("gpu_ok").platform() == "gpu_ok");  // the others stay usable by name
+}
+
+TEST_CASE("a backend with no devices is skipped by backends() and refused by name", "[registry]") {
+  log_capture log;
+  using empty = test_backend<"empty", 500, false, 0>;
+  using cpu = test_backend<"cpu", 0, true, 2>;
+  devtap::registry<empty, cpu> r{""};
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu"});
+  CHECK(r.default_backend() == "cpu");
+  CHECK(r.device_count() == 2);
+  CHECK(r.backend_errors().empty());  // not a failure
+  CHECK_THROWS_WITH(r.get_backend("empty"), "Backend 'empty' provides no devices");
+  CHECK_THROWS_WITH(r.devices("empty"), "Backend 'empty' provides no devices");
+  CHECK(log.count(log_level::warn, fallback_warning) == 1);
+}
+
+TEST_CASE("a factory that returns no client is a recorded failure", "[registry]") {
+  using nothing = test_backend<"nothing", 50, false, 1, behaviour::null>;
+  using cpu = test_backend<"cpu", 0, true>;
+  devtap::registry<nothing, cpu> r{""};
+  CHECK(r.default_backend() == "cpu");
+  CHECK(r.backend_errors().at("nothing") == "create() returned no client");
+  CHECK_THROWS_WITH(r.get_backend("nothing"), "Unable to initialize backend 'nothing': create() returned no client");
+}
+
+TEST_CASE("16 threads racing get_backend create exactly one client", "[registry][threads]") {
+  using slow = test_backend<"slow", 10, false, 1, behaviour::slow>;
+  using slow_fail = failing_backend<"slow_fail", 5>;
+  const int s0 = slow::creates, f0 = slow_fail::creates;
+  devtap::registry<slow, slow_fail> r{""};
+
+  constexpr int n = 16;
+  std::vector<devtap::client*> seen(n, nullptr);
+  std::vector<int> failures(n, 0);
+  std::latch start(n);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < n; ++i)
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        seen[i] = &r.get_backend("slow");
+        try {
+          r.get_backend("slow_fail");
+        } catch (const backend_error&) {
+          failures[i] = 1;
+        }
+      });
+  }
+  CHECK(slow::creates == s0 + 1);
+  CHECK(slow_fail::creates == f0 + 1);
+  CHECK(std::set<devtap::client*>(seen.begin(), seen.end()).size() == 1);
+  CHECK(seen[0] != nullptr);
+  CHECK(std::count(failures.begin(), failures.end(), 1) == n);
+}
+
+TEST_CASE("threads racing backends() agree and warn once", "[registry][threads]") {
+  log_capture log;
+  using gpu = failing_backend<"gpu_race", 100>;
+  using cpu = test_backend<"cpu", 0, true, 1, behaviour::slow>;
+  devtap::registry<gpu, cpu> r{""};
+  constexpr int n = 16;
+  std::vector<std::string_view> defaults(n);
+  std::latch start(n);
+  {
+    std::vector<std::jthread> threads;
+    for (int i = 0; i < n; ++i)
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        defaults[i] = r.default_backend();
+      });
+  }
+  CHECK(std::count(defaults.begin(), defaults.end(), "cpu") == n);
+  CHECK(log.count(log_level::warn, fallback_warning) == 1);
+}
+
+TEST_CASE("unknown names list the known backends in declaration order", "[registry]") {
+  devtap::registry<test_backend<"cpu", 0, true>, test_backend<"cuda", 200>> r{""};
+  CHECK_THROWS_AS(r.get_backend("tpu"), backend_error);
+  CHECK_THROWS_WITH(r.get_backend("tpu"), "Unknown backend 'tpu' (known: cpu, cuda)");
+  CHECK_THROWS_WITH(r.devices("tpu"), "Unknown backend 'tpu' (known: cpu, cuda)");
+  CHECK_THROWS_WITH(r.device_count("tpu"), "Unknown backend 'tpu' (known: cpu, cuda)");
+  CHECK_THROWS_WITH(r.get_backend(""), "Unknown backend '' (known: cpu, cuda)");
+  CHECK_THROWS_WITH(r.get_backend("CPU"), "Unknown backend 'CPU' (known: cpu, cuda)");  // names are exact
+}
+
+TEST_CASE("a platforms list restricts and orders the backends", "[registry][platforms]") {
+  log_capture log;
+  using cpu = test_backend<"cpu", 0, true>;
+  using fast = test_backend<"fast", 300>;
+  using gpu = failing_backend<"gpu_plat", 200>;
+  using empty = test_backend<"none", 100, false, 0>;
+  using R = devtap::registry<cpu, gpu, fast, empty>;
+
+  SECTION("unset or blank: every backend, by priority") {
+    for (sv text : {"", " ", ",", " , "}) {
+      R r{text};
+      CHECK(platforms_of(r.backends()) == std::vector<sv>{"fast", "cpu"});
+    }
+  }
+  SECTION("the list's order wins over priority") {
+    R r{"cpu, fast"};
+    CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu", "fast"});
+    CHECK(r.default_backend() == "cpu");
+    CHECK(log.count(log_level::warn, fallback_warning) == 0);  // the user asked for cpu
+  }
+  SECTION("backends not listed are never created, and refused by name") {
+    const int g0 = gpu::creates;
+    R r{"fast"};
+    CHECK(platforms_of(r.backends()) == std::vector<sv>{"fast"});
+    CHECK(gpu::creates == g0);
+    CHECK_THROWS_WITH(r.get_backend("cpu"), "Backend 'cpu' is not enabled by DEVTAP_PLATFORMS=fast");
+    CHECK_THROWS_WITH(r.get_backend("tpu"), "Unknown backend 'tpu' (known: cpu, gpu_plat, fast, none)");
+  }
+  SECTION("repeated names count once") {
+    R r{"fast,cpu,fast"};
+    CHECK(platforms_of(r.backends()) == std::vector<sv>{"fast", "cpu"});
+  }
+  SECTION("a listed backend that fails is an error, not a fallback") {
+    R r{"gpu_plat,cpu"};
+    CHECK_THROWS_WITH(r.backends(), "Unable to initialize backend 'gpu_plat': boom: gpu_plat");
+    CHECK_THROWS_AS(r.get_backend(), backend_error);
+    CHECK(r.get_backend("cpu").platform() == "cpu");  // by name, cpu still works
+    CHECK(log.count(log_level::warn, fallback_warning) == 0);
+  }
+  SECTION("a listed backend without devices is an error") {
+    R r{"none,cpu"};
+    CHECK_THROWS_WITH(r.backends(), "Backend 'none' provides no devices");
+  }
+  SECTION("an unknown name in the list is reported by every call") {
+    R r{"cpu,tpu"};
+    const char* message = "Unknown backend 'tpu' in DEVTAP_PLATFORMS (known: cpu, gpu_plat, fast, none)";
+    CHECK_THROWS_WITH(r.backends(), message);
+    CHECK_THROWS_WITH(r.get_backend("cpu"), message);
+    CHECK_THROWS_WITH(r.default_backend(), message);
+  }
+}
+
+TEST_CASE("the fallback warning: once, and only when the user did not ask for cpu", "[registry][warning]") {
+  using cpu = test_backend<"cpu", 0, true>;
+  using gpu = failing_backend<"gpu_warn", 200>;
+  using good_gpu = test_backend<"gpu_good", 200>;
+
+  SECTION("default cpu after a failed gpu: one warning however often asked") {
+    log_capture log;
+    devtap::registry<cpu, gpu> r{""};
+    r.backends();
+    r.backends();
+    r.get_backend();
+    CHECK(r.default_backend() == "cpu");
+    CHECK(log.count(log_level::warn, fallback_warning) == 1);
+    CHECK(log.lines(log_level::warn).size() == 1);
+  }
+  SECTION("get_backend(\"cpu\") first counts as asking for cpu") {
+    log_capture log;
+    devtap::registry<cpu, gpu> r{""};
+    r.get_backend("cpu");
+    r.backends();
+    CHECK(log.count(log_level::warn, fallback_warning) == 0);
+  }
+  SECTION("no warning when a gpu is the default") {
+    log_capture log;
+    devtap::registry<cpu, good_gpu> r{""};
+    CHECK(r.default_backend() == "gpu_good");
+    CHECK(log.count(log_level::warn, fallback_warning) == 0);
+  }
+  SECTION("no warning from a registry without a cpu backend") {
+    log_capture log;
+    devtap::registry<test_backend<"solo", 5>> r{""};
+    CHECK(r.default_backend() == "solo");
+    CHECK(log.lines(log_level::warn).empty());
+  }
+}
+
+TEST_CASE("each initialisation logs platform, process index, device count and devices", "[registry][log]") {
+  log_capture log;
+  devtap::registry<test_backend<"trio", 1, false, 3>> r{""};
+  r.get_backend("trio");
+  r.backends();
+  CHECK(log.count(log_level::debug,
+                  "Initialized backend trio: process_index 0, device_count 3, local_devices [trio:0, trio:1, trio:2]") == 1);
+}
+
+TEST_CASE("free-function mirrors: devices, device_count, process_index", "[registry]") {
+  devtap::registry<test_backend<"pair", 7, true, 2>> r{""};
+  CHECK(r.device_count("pair") == 2);
+  CHECK(r.device_count() == 2);
+  REQUIRE(r.devices("pair").size() == 2);
+  CHECK(r.devices()[1]->name() == "pair:1");
+  CHECK(r.devices()[1]->id() == 1);
+  CHECK(r.devices()[1]->platform() == "pair");
+  CHECK(r.process_index() == 0);
+  CHECK(r.process_index("pair") == 0);
+}
+
+TEST_CASE("no backend usable: get_backend() says why", "[registry]") {
+  devtap::registry<failing_backend<"only", 1>> r{""};
+  CHECK(r.backends().empty());
+  CHECK_THROWS_WITH(r.get_backend(), "No backend could be initialized (errors: only: boom: only)");
+}
+
+namespace malformed {
+
+struct no_create {
+  static constexpr std::string_view name = "x";
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+};
+struct runtime_name {
+  static inline std::string_view name = "x";  // not a constant
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return nullptr; }
+};
+struct empty_name {
+  static constexpr std::string_view name = "";
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return nullptr; }
+};
+struct int_required {
+  static constexpr std::string_view name = "x";
+  static constexpr int priority = 0;
+  static constexpr int required = 1;
+  static std::unique_ptr<devtap::client> create() { return nullptr; }
+};
+
+}  // namespace malformed
+
+TEST_CASE("backend_policy accepts well-formed policies and rejects malformed ones", "[registry][policy]") {
+  static_assert(devtap::backend_policy<test_backend<"ok", 1>>);
+  static_assert(devtap::check_backend_policy<test_backend<"ok", 1>>());
+  static_assert(!devtap::backend_policy<malformed::no_create>);
+  static_assert(!devtap::backend_policy<malformed::runtime_name>);
+  static_assert(!devtap::backend_policy<malformed::empty_name>);
+  static_assert(!devtap::backend_policy<malformed::int_required>);
+  static_assert(!devtap::backend_policy<int>);
+  SUCCEED();
+}

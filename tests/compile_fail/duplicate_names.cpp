@@ -1,0 +1,16 @@
+// Two backends named "good": the registry must refuse to compile.
+#include "policy_cases.hpp"
+
+struct same_name {
+#if defined(DEVTAP_CONTROL)
+  static constexpr std::string_view name = "other";
+#else
+  static constexpr std::string_view name = "good";
+#endif
+  static constexpr int priority = 2;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return nullptr; }
+};
+
+devtap::registry<good_backend, same_name> r{""};
+int main() {}

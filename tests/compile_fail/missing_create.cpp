@@ -1,0 +1,13 @@
+#include "policy_cases.hpp"
+
+struct bad {
+  static constexpr std::string_view name = "bad";
+  static constexpr int priority = 2;
+  static constexpr bool required = false;
+#if defined(DEVTAP_CONTROL)
+  static std::unique_ptr<devtap::client> create() { return nullptr; }
+#endif
+};
+
+devtap::registry<good_backend, bad> r{""};
+int main() {}
