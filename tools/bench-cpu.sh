@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The CPU benchmark suite (DESIGN.md §4, issue 4) in one command: configures and builds
+# build-bench (release), runs devtap-bench-cpu, prints the table, and writes
+#   docs/bench-cpu.csv          throughput, one row per (implementation, payload size, producers)
+#   docs/bench-cpu-latency.csv  tap -> consumer latency and idle consumer CPU
+#   docs/bench-cpu.png          the plot (gnuplot)
+# Extra arguments go to the benchmark (see `build-bench/bench/devtap-bench-cpu --help`); with
+# --smoke (or any filtering argument) the files go to build-bench/ instead, so docs/ keeps full runs.
+# Needs the Debian packages in .ci/install-deps.sh (libboost-dev, libconcurrentqueue-dev,
+# libreaderwriterqueue-dev, gnuplot-nox). About 2 minutes on 2 cores; keep the machine otherwise idle.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build=${DEVTAP_BENCH_BUILD:-build-bench}
+out=docs
+if (($# > 0)); then out=$build; fi
+
+if [[ ! -f $build/build.ninja ]]; then
+  meson setup "$build" --buildtype=release -Dcuda=disabled -Dtests=false -Dexamples=false -Dbench=true
+fi
+meson compile -C "$build" >/dev/null
+bin=$build/bench/devtap-bench-cpu
+if [[ ! -x $bin ]]; then
+  echo "bench-cpu: $bin was not built (are libboost-dev, libconcurrentqueue-dev and libreaderwriterqueue-dev installed?)" >&2
+  exit 1
+fi
+
+mkdir -p "$out"
+echo "bench-cpu: devtap $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- include 2>/dev/null || echo ' (include/ modified)'), $(nproc) cores, results -> $out/"
+"$bin" --csv "$out/bench-cpu.csv" --latency-csv "$out/bench-cpu-latency.csv" "$@"
+
+if command -v gnuplot >/dev/null; then
+  gnuplot -e "csv='$out/bench-cpu.csv'; png='$out/bench-cpu.png'" bench/plot-cpu.gp
+  echo "bench-cpu: wrote $out/bench-cpu.csv, $out/bench-cpu-latency.csv, $out/bench-cpu.png"
+else
+  echo "bench-cpu: wrote $out/bench-cpu.csv, $out/bench-cpu-latency.csv (no gnuplot: no plot; apt-get install gnuplot-nox)"
+fi
