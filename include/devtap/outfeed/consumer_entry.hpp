@@ -49,17 +49,17 @@ concept coroutine_factory = std::invocable<Fn&, inbox<T>> && std::same_as<std::i
 template <class T, class Fn>
 concept value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, const T&, const device&>;
 
-/** A coroutine per lane (per device), or a single lane shared by all devices. */
-template <class T>
+/** A coroutine per lane (per device), or a single lane shared by all devices. It keeps the factory
+ *  alive: a capturing lambda that is itself the coroutine refers to its captures through it. */
+template <class T, class Fn>
 class coroutine_entry final : public consumer_entry {
 public:
-  template <class Fn>
-  coroutine_entry(std::uint32_t id_, std::string name_, Fn& factory, std::size_t lanes, std::size_t devices)
-      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), shared_(lanes == 1 && devices > 1),
-        devices_left_(devices) {
+  coroutine_entry(std::uint32_t id_, std::string name_, Fn factory, std::size_t lanes, std::size_t devices)
+      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), factory_(std::move(factory)),
+        shared_(lanes == 1 && devices > 1), devices_left_(devices) {
     for (std::size_t i = 0; i < lanes; ++i) {
       auto l = std::make_unique<lane_state>();
-      l->co = factory(inbox<T>(&l->box));
+      l->co = factory_(inbox<T>(&l->box));
       lanes_.push_back(std::move(l));
     }
   }
@@ -110,10 +110,11 @@ private:
     }
   }
 
+  Fn factory_;
   const bool shared_;
   std::size_t devices_left_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<lane_state>> lanes_;
+  std::vector<std::unique_ptr<lane_state>> lanes_;  // destroyed (frames first) before factory_
 };
 
 /** A plain callable: `fn(value)` or `fn(value, device)` per record. */

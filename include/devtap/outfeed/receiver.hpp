@@ -534,7 +534,8 @@ private:
     if (name.empty()) name = "consumer#" + std::to_string(id);
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
-      entry = std::make_shared<detail::coroutine_entry<T>>(id, std::move(name), fn, shared ? 1 : devices, devices);
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(id, std::move(name), std::move(fn), shared ? 1 : devices,
+                                                                 devices);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(id, std::move(name), std::move(fn), shared, devices);
     core_->entries.push_back(std::move(entry));
