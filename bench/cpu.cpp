@@ -3,7 +3,7 @@
 //
 //   devtap-bench-cpu [--smoke] [--reps N] [--run-ms MS] [--sizes 16,256,...] [--only a,b]
 //                    [--devtap-producers 1,2,4]
-//                    [--csv PATH] [--latency-csv PATH] [--no-throughput] [--no-latency] [--no-idle]
+//                    [--csv PATH] [--latency-csv PATH] [--markdown PATH] [--no-throughput] [--no-latency] [--no-idle]
 //                    [--idle-s S] [--latency-samples N]
 //
 // Throughput: records of 16 B, 256 B, 4 KiB and 64 KiB, end to end (producer copies in, one
@@ -39,7 +39,7 @@ struct options {
   std::vector<std::size_t> sizes{16, 256, 4096, 65536};
   std::vector<std::string> only;  // implementation names; empty: all
   std::vector<int> devtap_producers{1, 2, 4};
-  std::string csv, latency_csv;
+  std::string csv, latency_csv, markdown;
   bool throughput = true, latency = true, idle = true;
   double idle_s = 2.0;
   int latency_samples = 2000;
@@ -443,6 +443,33 @@ void write_latency_csv(const std::string& path, const std::vector<latency_row>& 
   std::fclose(f);
 }
 
+/** The results as Markdown tables (for docs/performance.md). */
+void write_markdown(const std::string& path, const std::vector<row>& rows, const std::vector<latency_row>& lat,
+                    const std::string& header) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path);
+  fmt::print(f, "{}\n\n", header);
+  if (!rows.empty()) {
+    fmt::print(f, "| payload | impl | producers | records/s (median) | min - max | GB/s | x best peer | x copy+read | x 1 producer | spread |\n"
+                  "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (const auto& r : rows)
+      fmt::print(f, "| {} | {}{}{} | {} | {} | {} - {} | {:.2f} | {} | {} | {} | {:.0f}% |\n", size_name(r.size),
+                 r.kind == "devtap" ? "**" : "", r.impl, r.kind == "devtap" ? "**" : "", r.producers,
+                 rate_text(r.rate.median), rate_text(r.rate.min), rate_text(r.rate.max), r.gbps(),
+                 ratio(r.ratio_best_peer), ratio(r.ratio_reference), r.kind == "devtap" ? ratio(r.ratio_1p) : "",
+                 100 * r.rate.spread());
+  }
+  if (!lat.empty()) {
+    fmt::print(f, "\n| impl | latency p50 (us) | min - max | latency p99 (us) | min - max | idle CPU (% of a core) | min - max |\n"
+                  "|---|--:|--:|--:|--:|--:|--:|\n");
+    for (const auto& r : lat)
+      fmt::print(f, "| {} | {:.1f} | {:.1f} - {:.1f} | {:.1f} | {:.1f} - {:.1f} | {:.2f} | {:.2f} - {:.2f} |\n", r.impl,
+                 r.p50.median * 1e-3, r.p50.min * 1e-3, r.p50.max * 1e-3, r.p99.median * 1e-3, r.p99.min * 1e-3,
+                 r.p99.max * 1e-3, r.idle.median, r.idle.min, r.idle.max);
+  }
+  std::fclose(f);
+}
+
 // ---- targets (issue 4) ----------------------------------------------------------------------
 
 void print_targets(const std::vector<row>& rows, const std::vector<latency_row>& lat) {
@@ -512,6 +539,7 @@ options parse(int argc, char** argv) {
     }
     else if (a == "--csv") o.csv = value();
     else if (a == "--latency-csv") o.latency_csv = value();
+    else if (a == "--markdown") o.markdown = value();
     else if (a == "--no-throughput") o.throughput = false;
     else if (a == "--no-latency") o.latency = false;
     else if (a == "--no-idle") o.idle = false;
@@ -520,7 +548,7 @@ options parse(int argc, char** argv) {
     else if (a == "--help" || a == "-h") {
       fmt::print("usage: {} [--smoke] [--reps N] [--run-ms MS] [--sizes 16,256,4096,65536] [--only impl,...]\n"
                  "       [--devtap-producers 1,2,4]\n"
-                 "       [--csv PATH] [--latency-csv PATH] [--no-throughput] [--no-latency] [--no-idle]\n"
+                 "       [--csv PATH] [--latency-csv PATH] [--markdown PATH] [--no-throughput] [--no-latency] [--no-idle]\n"
                  "       [--idle-s S] [--latency-samples N]\n"
                  "impls: devtap boost-spsc moodycamel-rwq moodycamel-cq mutex-deque ref-memcpy ref-copy-read\n",
                  argv[0]);
@@ -538,9 +566,10 @@ int main(int argc, char** argv) {
   using namespace bench;
   try {
     const options o = parse(argc, argv);
+    const std::string load_start = load_average();
     fmt::print("devtap CPU bench: {} hardware threads, {} in flight, {} run(s) per cell{}; load average at start: {}\n",
                std::thread::hardware_concurrency(), size_name(budget_bytes), o.reps, o.smoke ? " (smoke)" : "",
-               load_average());
+               load_start);
     std::vector<row> rows;
     if (o.throughput) {
       for (std::size_t s : o.sizes) dispatch_size(s, o, rows);
@@ -555,6 +584,12 @@ int main(int argc, char** argv) {
       if (!o.latency_csv.empty()) write_latency_csv(o.latency_csv, lat);
     }
     print_targets(rows, lat);
+    const std::string load_end = load_average();
+    fmt::print("load average at end: {} (other work on the machine makes every figure noisier)\n", load_end);
+    if (!o.markdown.empty())
+      write_markdown(o.markdown, rows, lat,
+                     fmt::format("{} hardware threads, {} in flight, {} run(s) per cell; load average {} at start, {} at end.",
+                                 std::thread::hardware_concurrency(), size_name(budget_bytes), o.reps, load_start, load_end));
   } catch (const std::exception& e) {
     fmt::print(stderr, "devtap-bench-cpu: {}\n", e.what());
     return 1;

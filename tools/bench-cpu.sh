@@ -7,7 +7,8 @@
 # Extra arguments go to the benchmark (see `build-bench/bench/devtap-bench-cpu --help`); with
 # --smoke (or any filtering argument) the files go to build-bench/ instead, so docs/ keeps full runs.
 # Needs the Debian packages in .ci/install-deps.sh (libboost-dev, libconcurrentqueue-dev,
-# libreaderwriterqueue-dev, gnuplot-nox). About 2 minutes on 2 cores; keep the machine otherwise idle.
+# libreaderwriterqueue-dev, gnuplot-nox). About 2 minutes on 2 cores; keep the machine otherwise idle
+# (DEVTAP_BENCH_WAIT_IDLE=600 waits up to 10 minutes for it to become idle).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,9 +26,20 @@ if [[ ! -x $bin ]]; then
   exit 1
 fi
 
+# Other work on the machine skews every figure: optionally wait (up to DEVTAP_BENCH_WAIT_IDLE seconds)
+# for the 1-minute load average to fall under 0.7 first.
+wait_s=${DEVTAP_BENCH_WAIT_IDLE:-0}
+while (( wait_s > 0 )) && awk '{exit !($1 >= 0.7)}' /proc/loadavg; do
+  sleep 10; wait_s=$((wait_s - 10))
+done
+load=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load" 'BEGIN{exit !(l >= 0.7)}'; then
+  echo "bench-cpu: warning: load average $load: other work is running, the figures will be noisy" >&2
+fi
+
 mkdir -p "$out"
 echo "bench-cpu: devtap $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- include 2>/dev/null || echo ' (include/ modified)'), $(nproc) cores, results -> $out/"
-"$bin" --csv "$out/bench-cpu.csv" --latency-csv "$out/bench-cpu-latency.csv" "$@"
+"$bin" --csv "$out/bench-cpu.csv" --latency-csv "$out/bench-cpu-latency.csv" --markdown "$build/bench-cpu.md" "$@"
 
 if command -v gnuplot >/dev/null; then
   gnuplot -e "csv='$out/bench-cpu.csv'; png='$out/bench-cpu.png'" bench/plot-cpu.gp
