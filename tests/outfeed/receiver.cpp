@@ -362,3 +362,46 @@ TEST_CASE("the destructor closes and never throws") {
     return m.find("destroyed without close(); close() would have thrown") != std::string::npos;
   }));
 }
+
+namespace {
+struct histogram {
+  std::uint32_t block;
+  std::span<const std::uint32_t> bins;
+  double mean;
+};
+}  // namespace
+
+TEST_CASE("spans, tuples and aggregates holding spans round-trip; spans view the ring until the next co_await") {
+  devtap::cpu_client cpus(1);
+  std::vector<float> floats;
+  std::vector<std::uint32_t> bins_seen;
+  std::vector<double> means;
+  std::string text;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto span_point = rx.attach<std::span<const float>>(
+      [&](devtap::inbox<std::span<const float>> in) -> devtap::consumer<std::span<const float>> {
+        while (auto s = co_await in.next()) floats.insert(floats.end(), s->begin(), s->end());
+      });
+  auto hist_point = rx.attach<histogram>([&](const histogram& h) {
+    bins_seen.insert(bins_seen.end(), h.bins.begin(), h.bins.end());
+    means.push_back(h.mean + h.block);
+  });
+  using tagged = std::tuple<int, std::span<const char>>;
+  auto tuple_point = rx.attach<tagged>([&](const tagged& t) {
+    text += std::to_string(std::get<0>(t)) + ":" + std::string(std::get<1>(t).begin(), std::get<1>(t).end()) + ";";
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    const std::vector<float> a{1.5f, 2.5f, 3.5f};
+    ctx.tap(span_point, std::span<const float>(a));
+    ctx.tap(span_point, std::span<const float>());  // empty spans are values too
+    const std::uint32_t bins[4] = {4, 3, 2, 1};
+    ctx.tap(hist_point, histogram{10, bins, 0.25});
+    const char word[] = "tap";
+    ctx.tap(tuple_point, tagged{7, std::span<const char>(word, 3)});
+  });
+  rx.close();
+  CHECK(floats == std::vector<float>{1.5f, 2.5f, 3.5f});
+  CHECK(bins_seen == std::vector<std::uint32_t>{4, 3, 2, 1});
+  CHECK(means == std::vector<double>{10.25});
+  CHECK(text == "7:tap;");
+}
