@@ -308,6 +308,22 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
   }
 }
 
+/** What producers that cannot throw (CUDA kernels) left in the ring's sticky error word, as text. */
+inline std::string sticky_error_text(const channel& ch) {
+  const auto* shared = ch.ring->host.consumer;
+  const std::uint32_t code = std::atomic_ref<const std::uint32_t>(shared->sticky_error).load(std::memory_order_acquire);
+  const std::uint32_t detail_value = std::atomic_ref<const std::uint32_t>(shared->sticky_detail).load(std::memory_order_relaxed);
+  std::string text;
+  if (code & sticky_record_too_large)
+    text += "a tap on the device refused a record of " + std::to_string(detail_value) +
+            " bytes: larger than the device accepts (" +
+            describe_bytes(max_record_bytes(ch.ring->host.capacity) - sizeof(record_header)) +
+            "); raise receiver_options::budget_bytes";
+  if (code & sticky_ring_full)
+    text += std::string(text.empty() ? "" : "; ") + "taps on the device found its ring full (overflow_policy::error)";
+  return text;
+}
+
 inline std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -477,9 +493,12 @@ public:
       std::lock_guard lock(core.failures_mutex);
       failures = core.failures;
     }
-    for (auto& ch : core.channels)
+    for (auto& ch : core.channels) {
       if (!ch->failure.empty() && ch->finished.load(std::memory_order_acquire))
         failures.push_back({ch->device_name, "(stream)", ch->failure, {}});
+      if (std::string sticky = detail::sticky_error_text(*ch); !sticky.empty())
+        failures.push_back({ch->device_name, "(device)", std::move(sticky), {}});
+    }
     std::string errors;
     for (const auto& f : failures) errors += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
     if (!stuck.empty())

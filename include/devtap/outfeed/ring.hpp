@@ -38,6 +38,8 @@ inline constexpr std::uint32_t pad_flag = 1u << 31;
 inline constexpr std::uint32_t discard_flag = 1u << 30;
 inline constexpr std::uint32_t length_mask = discard_flag - 1;
 inline constexpr std::uint32_t end_of_stream_id = 0;
+inline constexpr std::uint32_t sticky_record_too_large = 1;  // a record over max_record_bytes was refused
+inline constexpr std::uint32_t sticky_ring_full = 2;         // overflow_policy::error met a full ring
 inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;  // keeps lengths in 30 bits
 
 DEVTAP_HOST_DEVICE constexpr std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
@@ -60,7 +62,8 @@ struct ring_consumer_side {                   // host memory (pinned and mapped 
   alignas(64) std::uint32_t producers_waiting = 0;  // producers blocked for space
   std::uint32_t doorbell_space = 0;           // bumped when space is published while producers wait
   std::uint32_t closed = 0;                   // no new records: the stream is ending or the reader gone
-  std::uint32_t sticky_error = 0;             // a producer that cannot throw (CUDA) leaves a code here
+  std::uint32_t sticky_error = 0;             // a producer that cannot throw (CUDA) ORs a sticky_* code in
+  std::uint32_t sticky_detail = 0;            // e.g. the size of the refused record
   std::uint64_t dropped_records = 0;          // `drop` policy: what producers did not write
   std::uint64_t dropped_bytes = 0;
 };
