@@ -146,6 +146,11 @@ struct receiver_core {
   }
 };
 
+/** Adds to a counter that only this reader thread writes: a plain add, not a locked one. */
+inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 inline void ring_doorbell(const ring_view& ring) noexcept {
   std::atomic_ref<std::uint32_t> bell(ring.consumer->doorbell);
   bell.fetch_add(1, std::memory_order_seq_cst);
@@ -206,7 +211,7 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
     const std::uint32_t id = rec.header->consumer_id;
     consumer_entry* entry = lookup(id);
     if (entry == nullptr) {
-      ch.unknown_ids.fetch_add(1, std::memory_order_relaxed);
+      bump(ch.unknown_ids, 1);
       if (reported.insert(id).second)
         log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
             core.name, id, ch.device_name);
@@ -217,18 +222,18 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
       try {
         result = entry->deliver(ch.lane, *ch.dev, rec.payload, rec.payload_bytes);
       } catch (...) {
-        ch.consumer_errors.fetch_add(1, std::memory_order_relaxed);
+        bump(ch.consumer_errors, 1);
         core.record_failure(ch, entry->name, std::current_exception());
         return;
       }
     }
     switch (result) {
       case delivery::delivered:
-        ch.records.fetch_add(1, std::memory_order_relaxed);
-        ch.bytes.fetch_add(rec.payload_bytes, std::memory_order_relaxed);
+        bump(ch.records, 1);
+        bump(ch.bytes, rec.payload_bytes);
         break;
       case delivery::mismatch:
-        ch.mismatches.fetch_add(1, std::memory_order_relaxed);
+        bump(ch.mismatches, 1);
         if (reported.insert(id).second)
           log(log_level::error,
               "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
@@ -236,10 +241,10 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
               core.name, entry->name, ch.device_name, rec.header->fingerprint, entry->fingerprint, rec.payload_bytes);
         break;
       case delivery::failed_before:
-        ch.consumer_errors.fetch_add(1, std::memory_order_relaxed);
+        bump(ch.consumer_errors, 1);
         break;
       case delivery::returned_before:
-        ch.ignored.fetch_add(1, std::memory_order_relaxed);
+        bump(ch.ignored, 1);
         break;
     }
   };
