@@ -1,0 +1,23 @@
+// {fmt} formatters for devtap's public types.
+#include <devtap/backend/cpu.hpp>
+#include <devtap/format.hpp>
+
+#include <catch2/catch.hpp>
+
+TEST_CASE("devices, errors, policies and statistics print with {fmt}") {
+  devtap::cpu_client cpus(2);
+  devtap::device& d = *cpus.local_devices()[1];
+  CHECK(fmt::format("{}", d) == "cpu:1");
+  CHECK(fmt::format("[{:>6}]", d) == "[ cpu:1]");
+  CHECK(fmt::format("{}", devtap::backend_error("Unknown backend 'x'")) == "Unknown backend 'x'");
+  CHECK(fmt::format("{}", devtap::overflow_policy::drop) == "drop");
+  CHECK(fmt::format("{}", devtap::log_level::warn) == "warn");
+
+  devtap::receiver rx({.devices = {cpus.local_devices()[0]}, .name = "fmt"});
+  auto point = rx.attach<int>([](const int&) {});
+  rx.outfeed(*cpus.local_devices()[0]).tap(point, 5);
+  rx.close();
+  const std::string text = fmt::format("{}", rx.stats());
+  CHECK(text == "cpu:0: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored\n"
+                "total: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored");
+}
