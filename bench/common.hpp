@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 namespace bench {
@@ -141,6 +143,43 @@ inline double process_cpu_seconds() {
   auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
   return s(ru.ru_utime) + s(ru.ru_stime);
 }
+
+/** Where threads run. With pinning on (the default on 2+ CPUs) the consumer gets a CPU of its own (the
+ *  last allowed one) and the producers share the first: the same topology for every pipeline, and no
+ *  run where the scheduler happens to stack producer and consumer on one CPU. */
+struct placement {
+  static placement& get() {
+    static placement p;
+    return p;
+  }
+  bool enabled = false;
+  int producer_cpu = -1, consumer_cpu = -1;
+
+  void init(bool want) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (!want || sched_getaffinity(0, sizeof set, &set) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) {
+        if (producer_cpu < 0) producer_cpu = c;
+        consumer_cpu = c;
+      }
+    enabled = producer_cpu >= 0 && consumer_cpu != producer_cpu;
+  }
+  static void pin(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  /** Call on a producer thread / the consumer thread. */
+  void producer() const {
+    if (enabled) pin(producer_cpu);
+  }
+  void consumer() const {
+    if (enabled) pin(consumer_cpu);
+  }
+};
 
 /** Starts producers and consumer together: they spin on `go`, the timer starts when it is set. */
 struct start_gate {

@@ -40,7 +40,7 @@ struct options {
   std::vector<std::string> only;  // implementation names; empty: all
   std::vector<int> devtap_producers{1, 2, 4};
   std::string csv, latency_csv, markdown;
-  bool throughput = true, latency = true, idle = true;
+  bool throughput = true, latency = true, idle = true, pin = true;
   double idle_s = 2.0;
   int latency_samples = 2000;
   std::uint64_t smoke_records = 256;
@@ -219,7 +219,14 @@ using stamp = record<16>;  // [0]: send time (ns), [1]: sequence number
 constexpr auto latency_gap = std::chrono::microseconds(50);
 
 devtap::consumer<stamp> latency_sink(devtap::inbox<stamp> in, std::vector<std::uint64_t>* out) {
-  while (auto r = co_await in.next()) out->push_back(now_ns() - (*r)[0]);
+  bool pinned = false;
+  while (auto r = co_await in.next()) {
+    out->push_back(now_ns() - (*r)[0]);
+    if (!pinned) {  // after the first record's latency: the receiver thread runs this coroutine
+      placement::get().consumer();
+      pinned = true;
+    }
+  }
 }
 
 std::vector<std::uint64_t> latency_devtap(int samples) {
@@ -229,6 +236,7 @@ std::vector<std::uint64_t> latency_devtap(int samples) {
   devtap::receiver rx({.devices = devices_of(cpus), .budget_bytes = budget_bytes, .name = "latency"});
   auto point = rx.attach<stamp>([p = &lat](devtap::inbox<stamp> in) { return latency_sink(in, p); });
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    placement::get().producer();
     for (int k = 0; k < samples; ++k) {
       ctx.tap(point, stamp{now_ns(), static_cast<std::uint64_t>(k)});
       std::this_thread::sleep_for(latency_gap);
@@ -245,6 +253,7 @@ std::vector<std::uint64_t> latency_threads(int samples, Push push, Pop pop) {
   std::vector<std::uint64_t> lat;
   lat.reserve(static_cast<std::size_t>(samples));
   std::thread consumer([&] {
+    placement::get().consumer();
     backoff b;
     stamp r;
     while (lat.size() < static_cast<std::size_t>(samples)) {
@@ -543,12 +552,14 @@ options parse(int argc, char** argv) {
     else if (a == "--no-throughput") o.throughput = false;
     else if (a == "--no-latency") o.latency = false;
     else if (a == "--no-idle") o.idle = false;
+    else if (a == "--no-pin") o.pin = false;
     else if (a == "--idle-s") o.idle_s = std::stod(value());
     else if (a == "--latency-samples") o.latency_samples = std::max(10, std::stoi(value()));
     else if (a == "--help" || a == "-h") {
       fmt::print("usage: {} [--smoke] [--reps N] [--run-ms MS] [--sizes 16,256,4096,65536] [--only impl,...]\n"
                  "       [--devtap-producers 1,2,4]\n"
                  "       [--csv PATH] [--latency-csv PATH] [--markdown PATH] [--no-throughput] [--no-latency] [--no-idle]\n"
+                 "       [--no-pin]\n"
                  "       [--idle-s S] [--latency-samples N]\n"
                  "impls: devtap boost-spsc moodycamel-rwq moodycamel-cq mutex-deque ref-memcpy ref-copy-read\n",
                  argv[0]);
@@ -566,9 +577,13 @@ int main(int argc, char** argv) {
   using namespace bench;
   try {
     const options o = parse(argc, argv);
+    placement::get().init(o.pin);
     const std::string load_start = load_average();
-    fmt::print("devtap CPU bench: {} hardware threads, {} in flight, {} run(s) per cell{}; load average at start: {}\n",
-               std::thread::hardware_concurrency(), size_name(budget_bytes), o.reps, o.smoke ? " (smoke)" : "",
+    const auto& pl = placement::get();
+    const std::string where = pl.enabled ? fmt::format("producers on CPU {}, consumer on CPU {}", pl.producer_cpu, pl.consumer_cpu)
+                                         : std::string("threads not pinned");
+    fmt::print("devtap CPU bench: {} hardware threads ({}), {} in flight, {} run(s) per cell{}; load average at start: {}\n",
+               std::thread::hardware_concurrency(), where, size_name(budget_bytes), o.reps, o.smoke ? " (smoke)" : "",
                load_start);
     std::vector<row> rows;
     if (o.throughput) {
@@ -588,8 +603,8 @@ int main(int argc, char** argv) {
     fmt::print("load average at end: {} (other work on the machine makes every figure noisier)\n", load_end);
     if (!o.markdown.empty())
       write_markdown(o.markdown, rows, lat,
-                     fmt::format("{} hardware threads, {} in flight, {} run(s) per cell; load average {} at start, {} at end.",
-                                 std::thread::hardware_concurrency(), size_name(budget_bytes), o.reps, load_start, load_end));
+                     fmt::format("{} hardware threads ({}), {} in flight, {} run(s) per cell; load average {} at start, {} at end.",
+                                 std::thread::hardware_concurrency(), where, size_name(budget_bytes), o.reps, load_start, load_end));
   } catch (const std::exception& e) {
     fmt::print(stderr, "devtap-bench-cpu: {}\n", e.what());
     return 1;

@@ -23,6 +23,7 @@ using devtap_payload = std::conditional_t<(S <= 256), record<S>, std::span<const
 /** What the consumer coroutine keeps; reset by the main thread between runs (the receiver is idle then).
  *  On cache lines of its own: the producers must not read anything next to what the consumer writes. */
 struct alignas(64) devtap_sink_state {
+  bool pin = false;  // the next record pins the receiver thread (it runs the coroutine) to the consumer CPU
   std::uint64_t sum = 0;
   std::uint64_t count = 0;
   std::uint64_t target = 0;
@@ -33,6 +34,10 @@ struct alignas(64) devtap_sink_state {
 template <class Rec, std::size_t S>
 devtap::consumer<Rec> devtap_sink(devtap::inbox<Rec> in, devtap_sink_state* st) {
   while (auto r = co_await in.next()) {
+    if (st->pin) [[unlikely]] {
+      placement::get().consumer();
+      st->pin = false;
+    }
     if constexpr (std::is_same_v<Rec, std::span<const std::byte>>)
       st->sum += checksum(r->data(), r->size());
     else
@@ -77,11 +82,14 @@ public:
     st_.count = 0;
     st_.target = n;
     st_.end.store(0, std::memory_order_relaxed);
+    st_.pin = !pinned_ && placement::get().enabled;
+    pinned_ = true;
     start_gate gate;
     std::uint64_t t0;
     const devtap::tap_point<payload> point = point_;  // each producer reads its own copy
     if (producers == 1) {
       auto done = cpus_.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+        placement::get().producer();  // the device's executor thread
         gate.wait();
         for (std::uint64_t i = 0; i < n; ++i) ctx.tap(point, value(src, i));
       });
@@ -92,6 +100,7 @@ public:
       std::vector<std::thread> threads;
       for (int p = 0; p < producers; ++p)
         threads.emplace_back([&, p] {
+          placement::get().producer();
           gate.wait();
           const std::uint64_t last = share_first(n, producers, p + 1);
           for (std::uint64_t i = share_first(n, producers, p); i < last; ++i) out.tap(point, value(src, i));
@@ -116,6 +125,7 @@ private:
   devtap::receiver rx_;
   devtap::tap_point<payload> point_{};
   devtap_sink_state st_;
+  bool pinned_ = false;
 };
 
 }  // namespace bench

@@ -30,6 +30,7 @@ sample run_threads(std::uint64_t n, int producers, Produce produce, Consume cons
   start_gate gate;
   std::uint64_t sum = 0, end = 0;
   std::thread consumer([&] {
+    placement::get().consumer();
     gate.wait();
     auto [s, e] = consume();
     sum = s;
@@ -38,6 +39,7 @@ sample run_threads(std::uint64_t n, int producers, Produce produce, Consume cons
   std::vector<std::thread> threads;
   for (int p = 0; p < producers; ++p)
     threads.emplace_back([&, p] {
+      placement::get().producer();
       gate.wait();
       produce(p, share_first(n, producers, p), share_first(n, producers, p + 1));
     });
