@@ -102,7 +102,7 @@ TEST_CASE("an aborted claim is skipped and its bytes zeroed") {
 
 TEST_CASE("positions compare by difference across the 64-bit wrap") {
   host_ring_allocation mem(256);
-  const std::uint64_t start = ~std::uint64_t{0} - 100;  // 64-bit positions about to wrap
+  const std::uint64_t start = (~std::uint64_t{0} - 100) & ~std::uint64_t{7};  // about to wrap, 8-aligned
   mem.host.producer->tail = start;
   mem.host.producer->head_cache = start;
   mem.host.consumer->head = start;
