@@ -100,6 +100,12 @@ struct host_atomics {
 #  define DEVTAP_HD_TEMPLATE
 #endif
 
+/** Padding a claim of `bytes` at tail `t` needs first: the rest of the ring when it does not fit before the end. */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t claim_padding(std::uint64_t capacity, std::uint64_t t, std::uint64_t bytes) {
+  const std::uint64_t offset = t & (capacity - 1);
+  return offset + bytes > capacity ? capacity - offset : 0;
+}
+
 /** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. */
 DEVTAP_HD_TEMPLATE
 template <class Atomics>
@@ -109,8 +115,7 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
   std::uint64_t t = tail.load(Atomics::relaxed);
   std::uint64_t pad;
   for (;;) {
-    const std::uint64_t offset = t & (ring.capacity - 1);
-    pad = offset + bytes > ring.capacity ? ring.capacity - offset : 0;
+    pad = claim_padding(ring.capacity, t, bytes);
     if (t + pad + bytes - head_cache.load(Atomics::acquire) > ring.capacity) {
       const std::uint64_t h =
           typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->head).load(Atomics::acquire);
@@ -125,6 +130,19 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
         .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
   pos = t + pad;
   return true;
+}
+
+/** Whether a claim of `bytes` would fit by the producers' cached head alone, without reading the
+ *  consumer's head. A blocked CUDA producer polls this word (device memory) between its rare reads
+ *  of the real head (host memory, a PCIe round trip each): a head another producer refreshed frees
+ *  every waiter. Only a hint: try_claim decides. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool fits_cached(const ring_view& ring, std::uint64_t bytes) {
+  const std::uint64_t t = typename Atomics::template producer_ref<std::uint64_t>(ring.producer->tail).load(Atomics::relaxed);
+  const std::uint64_t h =
+      typename Atomics::template producer_ref<std::uint64_t>(ring.producer->head_cache).load(Atomics::relaxed);
+  return t + claim_padding(ring.capacity, t, bytes) + bytes - h <= ring.capacity;
 }
 
 /** Publishes the record claimed at `pos`, whose payload is already written. */
