@@ -10,12 +10,12 @@
 
 #include <cstdint>
 
-#if !defined(__CUDA_ARCH__)
-#  include <devtap/errors.hpp>
-#  include <devtap/outfeed/ring_reader.hpp>
-#  include <string>
-#  include <thread>
-#endif
+// Host-only code below is visible to nvcc's device pass too (it parses, never compiles, host
+// functions): host code elsewhere (receiver.hpp) names it in both passes.
+#include <devtap/errors.hpp>
+#include <devtap/outfeed/ring_reader.hpp>
+#include <string>
+#include <thread>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -40,8 +40,8 @@ public:
   /** True when this handle refers to a ring. */
   DEVTAP_HOST_DEVICE explicit operator bool() const noexcept { return ring_.data != nullptr; }
 
-  const detail::ring_view& ring() const noexcept { return ring_; }
-  overflow_policy policy() const noexcept { return policy_; }
+  DEVTAP_HOST_DEVICE const detail::ring_view& ring() const noexcept { return ring_; }
+  DEVTAP_HOST_DEVICE overflow_policy policy() const noexcept { return policy_; }
   const char* device_name() const noexcept { return device_name_; }
   /** False for a CUDA device's ring: only its kernels can tap into it. */
   bool host_can_produce() const noexcept { return host_can_produce_; }
@@ -53,8 +53,13 @@ private:
   bool host_can_produce_ = true;
 };
 
-#if !defined(__CUDA_ARCH__)
 namespace detail {
+
+#if defined(__CUDACC__)
+/** The tap of a CUDA thread: defined in devtap/cuda/tap.cuh (included at the end of this file). */
+template <class T>
+__device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value);
+#endif
 
 inline std::string describe_bytes(std::uint64_t n) {
   if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
@@ -128,7 +133,6 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
 }
 
 }  // namespace detail
-#endif
 
 template <class T>
 DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) const {
@@ -140,3 +144,7 @@ DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) 
 }
 
 DEVTAP_END_NAMESPACE
+
+#if defined(__CUDACC__)
+#  include <devtap/cuda/tap.cuh>
+#endif
