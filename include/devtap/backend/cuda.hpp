@@ -11,6 +11,7 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/backend/executor.hpp>
 #include <devtap/backend/process.hpp>
+#include <devtap/cuda/ring_allocation.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
 
@@ -62,11 +63,10 @@ public:
   /** Global memory in bytes. */
   std::size_t total_memory() const noexcept { return total_memory_; }
 
-  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t) override {
-    // The CUDA outfeed ring goes here: tail and head cache in device memory, headers and record
-    // bytes in pinned host memory mapped into the device (cudaHostAlloc(..., cudaHostAllocMapped)
-    // + cudaHostGetDevicePointer), producers_wake_reader = false, host_can_produce = false.
-    throw backend_error(detail::format_message("{}: the CUDA outfeed ring is not implemented yet", name()));
+  /** Tail and head cache in device memory, headers and record bytes in pinned host memory mapped
+   * into the device (devtap/cuda/ring_allocation.hpp); the reader polls, host threads cannot tap. */
+  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
+    return std::make_unique<detail::cuda_ring_allocation>(id(), capacity, name());
   }
 
   /** Calls `fn` on a helper thread once the GPU's work submitted so far has finished

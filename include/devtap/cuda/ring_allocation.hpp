@@ -1,0 +1,166 @@
+#pragma once
+/** The ring of a CUDA device: where each word lives (docs/cuda.md, "Memory placement").
+ *
+ *   pinned host memory, mapped into every GPU (cudaHostAlloc Mapped | Portable), zeroed:
+ *     [0, capacity)        record headers and payloads   GPU: posted writes; host: reads in place
+ *     consumer side        head, closed, sticky error,   host writes head/closed; GPU reads them
+ *                          drop counters                 rarely, ORs/adds errors and drops
+ *     readback word        the tail, copied here by flush() (a copy, never a kernel)
+ *   device memory (cudaMalloc, zeroed):
+ *     producer side        tail, head_cache              GPU threads only: device-scope CAS in L2
+ *
+ * The host view has no producer side (host threads cannot claim: `host_can_produce = false`);
+ * the producer view holds device pointers. Host-only code (cudart API): g++ compiles it too, as
+ * part of devtap/backend/cuda.hpp. */
+#include <devtap/config.hpp>
+#include <devtap/errors.hpp>
+#include <devtap/log.hpp>
+#include <devtap/outfeed/ring.hpp>
+#include <devtap/outfeed/ring_memory.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** Throws backend_error "<device>: <what>: <CUDA error text> (<name>, code N)" for a failed call. */
+inline void cuda_ring_check(cudaError_t status, std::string_view device_name, std::string_view what) {
+  if (status != cudaSuccess)
+    throw backend_error(format_message("{}: {}: {} ({}, code {})", device_name, what, cudaGetErrorString(status),
+                                       cudaGetErrorName(status), static_cast<int>(status)));
+}
+
+/** Makes `device` current for a scope and restores the caller's device after. */
+class cuda_current_device {
+public:
+  cuda_current_device(int device, std::string_view device_name) {
+    cuda_ring_check(cudaGetDevice(&previous_), device_name, "cudaGetDevice");
+    if (previous_ != device) cuda_ring_check(cudaSetDevice(device), device_name, "cudaSetDevice");
+    else previous_ = -1;
+  }
+  ~cuda_current_device() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  }
+  cuda_current_device(const cuda_current_device&) = delete;
+  cuda_current_device& operator=(const cuda_current_device&) = delete;
+
+private:
+  int previous_ = -1;
+};
+
+/** A CUDA device's ring: records and the consumer side pinned on the host, the producer side on the GPU. */
+class cuda_ring_allocation final : public ring_allocation {
+public:
+  /** Offsets inside the pinned block. */
+  static constexpr std::uint64_t consumer_offset(std::uint64_t capacity) noexcept { return capacity; }
+  static constexpr std::uint64_t readback_offset(std::uint64_t capacity) noexcept {
+    return capacity + ((sizeof(ring_consumer_side) + 63) & ~std::uint64_t{63});
+  }
+  static constexpr std::uint64_t pinned_bytes(std::uint64_t capacity) noexcept { return readback_offset(capacity) + 64; }
+
+  /** Allocates a ring of `capacity` bytes (a power of two, 256 ... max_ring_capacity) for GPU `device`.
+   *  Throws backend_error with the CUDA error text when the runtime refuses. */
+  cuda_ring_allocation(int device, std::uint64_t capacity, std::string device_name)
+      : device_(device), device_name_(std::move(device_name)) {
+    if (capacity < 256 || !std::has_single_bit(capacity) || capacity > max_ring_capacity)
+      throw std::invalid_argument(format_message("{}: ring capacity {} is not a power of two in [256, {}]",
+                                                 device_name_, capacity, max_ring_capacity));
+    cuda_current_device current(device_, device_name_);
+    try {
+      void* pinned = nullptr;
+      cuda_ring_check(cudaHostAlloc(&pinned, pinned_bytes(capacity), cudaHostAllocMapped | cudaHostAllocPortable),
+                      device_name_, "cudaHostAlloc (outfeed ring, pinned and mapped)");
+      pinned_ = static_cast<std::byte*>(pinned);
+      std::memset(pinned_, 0, pinned_bytes(capacity));  // the protocol's invariant: free bytes are zero
+      void* mapped = nullptr;
+      cuda_ring_check(cudaHostGetDevicePointer(&mapped, pinned_, 0), device_name_, "cudaHostGetDevicePointer");
+      void* producer_side = nullptr;
+      cuda_ring_check(cudaMalloc(&producer_side, sizeof(ring_producer_side)), device_name_,
+                      "cudaMalloc (outfeed ring tail)");
+      producer_side_ = static_cast<ring_producer_side*>(producer_side);
+      cuda_ring_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_name_,
+                      "cudaStreamCreateWithFlags");
+      // On the ring's own non-blocking stream, waited for here: no other work of the device is waited for.
+      cuda_ring_check(cudaMemsetAsync(producer_side_, 0, sizeof(ring_producer_side), stream_), device_name_,
+                      "cudaMemsetAsync (outfeed ring tail)");
+      cuda_ring_check(cudaStreamSynchronize(stream_), device_name_, "cudaStreamSynchronize");
+
+      auto* mapped_bytes = static_cast<std::byte*>(mapped);
+      host = ring_view{nullptr, reinterpret_cast<ring_consumer_side*>(pinned_ + consumer_offset(capacity)), pinned_,
+                       capacity};
+      producer = ring_view{producer_side_, reinterpret_cast<ring_consumer_side*>(mapped_bytes + consumer_offset(capacity)),
+                           mapped_bytes, capacity};
+      readback_ = reinterpret_cast<std::uint64_t*>(pinned_ + readback_offset(capacity));
+      producers_wake_reader = false;
+      host_can_produce = false;
+    } catch (...) {
+      release();
+      throw;
+    }
+    log(log_level::debug, "{}: outfeed ring of {} bytes: records at {} (host) / {} (device), tail at {} (device)",
+        device_name_, capacity, static_cast<const void*>(host.data), static_cast<const void*>(producer.data),
+        static_cast<const void*>(producer_side_));
+  }
+
+  ~cuda_ring_allocation() override { release(); }
+  cuda_ring_allocation(const cuda_ring_allocation&) = delete;
+  cuda_ring_allocation& operator=(const cuda_ring_allocation&) = delete;
+
+  /** The device's tail, copied by the ring's own non-blocking stream: a copy-engine read of 8
+   *  bytes, no kernel, so a busy GPU cannot hold flush() up. Throws backend_error if the copy fails. */
+  std::uint64_t claimed_position() const override {
+    std::lock_guard lock(readback_mutex_);
+    cuda_current_device current(device_, device_name_);
+    const auto* tail = reinterpret_cast<const std::byte*>(producer_side_) + offsetof(ring_producer_side, tail);
+    cuda_ring_check(cudaMemcpyAsync(readback_, tail, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_),
+                    device_name_, "flush: reading the ring's tail (cudaMemcpyAsync)");
+    cuda_ring_check(cudaStreamSynchronize(stream_), device_name_, "flush: reading the ring's tail");
+    return std::atomic_ref<std::uint64_t>(*readback_).load(std::memory_order_acquire);
+  }
+
+  /** The GPU this ring belongs to. */
+  int device() const noexcept { return device_; }
+
+private:
+  void release() noexcept {
+    int previous = -1;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
+    // cudaFree and cudaFreeHost wait for the device's work: a kernel still tapping finishes first.
+    cudaError_t status = cudaSuccess;
+    auto keep_first = [&status](cudaError_t s) {
+      if (status == cudaSuccess) status = s;
+    };
+    if (stream_ != nullptr) keep_first(cudaStreamDestroy(stream_));
+    if (producer_side_ != nullptr) keep_first(cudaFree(producer_side_));
+    if (pinned_ != nullptr) keep_first(cudaFreeHost(pinned_));
+    if (status != cudaSuccess)  // e.g. at exit, after the runtime unloaded: nothing more to do
+      log(log_level::debug, "{}: freeing the outfeed ring: {}", device_name_, cudaGetErrorString(status));
+    stream_ = nullptr;
+    producer_side_ = nullptr;
+    pinned_ = nullptr;
+    if (switched) (void)cudaSetDevice(previous);
+  }
+
+  int device_;
+  std::string device_name_;
+  std::byte* pinned_ = nullptr;
+  ring_producer_side* producer_side_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::uint64_t* readback_ = nullptr;
+  mutable std::mutex readback_mutex_;
+};
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

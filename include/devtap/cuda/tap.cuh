@@ -1,0 +1,340 @@
+#pragma once
+/** Taps from inside running CUDA kernels (nvcc only; reached through <devtap/devtap.hpp>).
+ *
+ *   __global__ void step(devtap::outfeed out, devtap::tap_point<progress> point) {
+ *     ...
+ *     out.tap(point, progress{i, loss});   // any thread of any block
+ *   }
+ *
+ * `outfeed::tap` in device code calls `detail::device_tap` below. It writes one record of the
+ * ring protocol (devtap/outfeed/ring.hpp) through the `cuda_atomics` policy: the claim is a CAS on
+ * the tail in device memory, the payload is written with plain stores into pinned host memory,
+ * and the header is published by one system-scope release store. The lanes of a warp that tap at
+ * the same time share one claim (one CAS for the warp, offsets by prefix sum) whenever their
+ * records together fit in one record's limit.
+ *
+ * A full ring: `block` waits (`__nanosleep` backoff, reading the host's head rarely), `drop`
+ * counts and skips, `error` records `sticky_ring_full` (and counts the record as dropped).
+ * A record over max_record_bytes(capacity): `sticky_record_too_large` with its payload size,
+ * never written. A blocked tap gives up (and counts a drop) once the ring is closed, so a kernel
+ * never hangs on a receiver that has gone. `close()` reports the sticky errors.
+ *
+ * `warp_tap` sends one (large) record written by all the lanes that call it together.
+ * No `__device__` globals, no -rdc: everything a tap needs travels in the `outfeed` argument.
+ * Spans and tuples in device code need nvcc's `--expt-relaxed-constexpr` (see codec.hpp). */
+#include <devtap/config.hpp>
+#include <devtap/cuda/atomics.cuh>
+#include <devtap/outfeed/codec.hpp>
+#include <devtap/outfeed/outfeed.hpp>
+#include <devtap/outfeed/ring.hpp>
+#include <devtap/outfeed/tap_point.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <thread>
+#include <type_traits>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** What a claim under an overflow policy came to. */
+enum class claim_status : std::uint32_t {
+  claimed = 0,  ///< `pos` holds the claimed position
+  dropped = 1,  ///< `drop` policy, ring full: not written
+  full = 2,     ///< `error` policy, ring full: not written, sticky_ring_full
+  closed = 3,   ///< `block` policy, and the ring closed while waiting: not written
+};
+
+/** Backoff of a blocked producer: `__nanosleep` on the GPU; a short sleep on the host (tests). */
+DEVTAP_HOST_DEVICE inline void producer_backoff(unsigned ns) {
+#if defined(__CUDA_ARCH__)
+#  if __CUDA_ARCH__ >= 700
+  __nanosleep(ns);
+#  endif
+#else
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+#endif
+}
+
+/** How a blocked producer paces itself (docs/cuda.md, "Back-pressure"). */
+struct producer_wait {
+  static constexpr unsigned first_sleep_ns = 64;   ///< doubled per attempt ...
+  static constexpr unsigned max_sleep_ns = 4096;   ///< ... up to this
+  static constexpr unsigned head_read_every = 4;   ///< at the cap: read the host's head every 4th attempt
+  static constexpr unsigned closed_read_every = 16;  ///< and `closed` every 16th
+};
+
+/** Claims `bytes` under `policy`. `block` waits for space: between attempts it polls the cached
+ *  head (device memory) and reads the host's head only every few attempts once the sleep reached
+ *  its cap; it gives up once the ring is closed (the receiver ended the stream or went away).
+ *  Host- and device-callable, so the CPU-run tests drive it through `cuda_atomics` too. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE claim_status claim_for_policy(const ring_view& ring, std::uint64_t bytes, overflow_policy policy,
+                                                 std::uint64_t& pos) {
+  if (try_claim<Atomics>(ring, bytes, pos)) return claim_status::claimed;
+  if (policy == overflow_policy::drop) return claim_status::dropped;
+  if (policy == overflow_policy::error) return claim_status::full;
+  typename Atomics::template shared_ref<std::uint32_t> closed(ring.consumer->closed);
+  unsigned sleep_ns = producer_wait::first_sleep_ns;
+  for (unsigned attempt = 1;; ++attempt) {
+    if (attempt % producer_wait::closed_read_every == 0 && closed.load(Atomics::acquire) != 0)
+      return claim_status::closed;
+    producer_backoff(sleep_ns);
+    const bool at_cap = sleep_ns >= producer_wait::max_sleep_ns;
+    if (!at_cap) sleep_ns *= 2;
+    // try_claim reads the host's head when the cached one shows no room: do that only when due.
+    if ((!at_cap || attempt % producer_wait::head_read_every == 0 || fits_cached<Atomics>(ring, bytes)) &&
+        try_claim<Atomics>(ring, bytes, pos))
+      return claim_status::claimed;
+  }
+}
+
+/** Adds records a producer did not write to the ring's drop counters (host memory). */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t records, std::uint64_t bytes) {
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(records, Atomics::relaxed);
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, Atomics::relaxed);
+}
+
+/** ORs a sticky_* code into the ring's error word; a nonzero `detail_value` is kept if it is the first. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, std::uint32_t detail_value) {
+  if (detail_value != 0) {
+    std::uint32_t expected = 0;
+    typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_detail)
+        .compare_exchange_strong(expected, detail_value, Atomics::relaxed, Atomics::relaxed);
+  }
+  typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
+}
+
+/** Accounts for `records` records (`bytes` ring bytes) a failed claim did not write. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void account_unwritten(const ring_view& ring, claim_status status, std::uint64_t records,
+                                          std::uint64_t bytes) {
+  if (status == claim_status::claimed) return;
+  if (status == claim_status::full) set_sticky<Atomics>(ring, sticky_ring_full, 0);
+  count_dropped<Atomics>(ring, records, bytes);
+}
+
+/** The value sticky_detail holds for a refused record: its payload size, saturated to 32 bits. */
+DEVTAP_HOST_DEVICE constexpr std::uint32_t refused_size_detail(std::uint64_t payload) {
+  return payload > 0xffffffffu ? 0xffffffffu : static_cast<std::uint32_t>(payload);
+}
+
+/** Copies `n` bytes from `src` to `dst` (8-byte aligned) and zero-fills dst up to the next multiple
+ *  of 8: the `rank`-th of `lanes` copiers takes every lanes-th 8-byte word (a warp's instruction
+ *  writes 256 bytes in a row: coalesced), one copier (rank 0 of 1) takes them all. 8-byte loads when
+ *  `src` is 8-byte aligned (nvcc turns the codec's memcpy of a span into byte stores). */
+DEVTAP_HOST_DEVICE inline void strided_copy(std::byte* dst, const std::byte* src, std::size_t n, unsigned rank,
+                                            unsigned lanes) {
+  const std::size_t words = n / 8;
+  const std::size_t rest = n % 8;
+  auto* d = reinterpret_cast<std::uint64_t*>(dst);
+  if (reinterpret_cast<std::uintptr_t>(src) % 8 == 0) {
+    const auto* s = reinterpret_cast<const std::uint64_t*>(src);
+    for (std::size_t i = rank; i < words; i += lanes) d[i] = s[i];
+  } else {
+    for (std::size_t i = rank; i < words; i += lanes) {
+      std::uint64_t w = 0;
+      for (int b = 0; b < 8; ++b) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(src[8 * i + b])) << (8 * b);
+      d[i] = w;
+    }
+  }
+  if (rest != 0 && rank == words % lanes) {  // the last, partial word, with its zero padding
+    std::uint64_t w = 0;
+    for (std::size_t b = 0; b < rest; ++b)
+      w |= static_cast<std::uint64_t>(static_cast<unsigned char>(src[8 * words + b])) << (8 * b);
+    d[words] = w;
+  }
+}
+
+/** `std::span<const U>` itself (encoded as: u64 count, elements, zero padding to 8). */
+template <class T>
+struct is_plain_span : std::false_type {};
+template <class U>
+struct is_plain_span<std::span<const U>> : std::true_type {};
+
+/** Writes the record of `value` at the claimed `pos` and publishes it (payload, then header). */
+DEVTAP_HD_TEMPLATE
+template <class Atomics, class T>
+DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
+                                     std::uint64_t payload) {
+  std::byte* dst = ring.payload_at(pos);
+  if constexpr (is_plain_span<std::remove_cv_t<T>>::value) {  // the codec's layout, 8 bytes at a time
+    *reinterpret_cast<std::uint64_t*>(dst) = value.size();
+    strided_copy(dst + 8, reinterpret_cast<const std::byte*>(value.data()), value.size() * sizeof(typename T::element_type),
+                 0, 1);
+  } else {
+    encode(value, dst);
+  }
+  commit<Atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+}
+
+#if defined(__CUDACC__)
+
+__device__ inline unsigned lane_id() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  return id;
+}
+
+__device__ inline unsigned lanes_below(unsigned mask) {
+  unsigned lt;
+  asm volatile("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+  return __popc(mask & lt);
+}
+
+__device__ inline std::uint64_t shfl_u64(unsigned mask, std::uint64_t v, unsigned src) {
+  return static_cast<std::uint64_t>(__shfl_sync(mask, static_cast<unsigned long long>(v), static_cast<int>(src)));
+}
+
+/** Exclusive prefix sum and total of `bytes` over the lanes of `mask` (the calling lanes, in lane order). */
+__device__ inline void warp_offsets(unsigned mask, unsigned lane, std::uint64_t bytes, std::uint64_t& prefix,
+                                    std::uint64_t& total) {
+  if (mask == 0xffffffffu) {  // whole warp: Kogge-Stone scan, 5 shuffles
+    std::uint64_t inclusive = bytes;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+      const auto v =
+          static_cast<std::uint64_t>(__shfl_up_sync(mask, static_cast<unsigned long long>(inclusive), d));
+      if (lane >= d) inclusive += v;
+    }
+    total = shfl_u64(mask, inclusive, 31);
+    prefix = inclusive - bytes;
+    return;
+  }
+  prefix = 0;  // a partial warp: one shuffle per calling lane
+  total = 0;
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const unsigned src = static_cast<unsigned>(__ffs(static_cast<int>(m)) - 1);
+    const std::uint64_t v = shfl_u64(mask, bytes, src);
+    if (src < lane) prefix += v;
+    total += v;
+  }
+}
+
+/** The tap of a CUDA thread (what `outfeed::tap` calls in device code). Any thread, any block. */
+template <class T>
+__device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
+  const ring_view ring = out.ring();
+  if (ring.data == nullptr) return;  // an empty handle: there is nowhere to write, or to count
+  const unsigned active = __activemask();
+  const std::uint64_t payload = encoded_size(value);
+  const std::uint64_t bytes = record_bytes(payload);
+  const std::uint64_t limit = max_record_bytes(ring.capacity);
+  const bool attached = point.id != end_of_stream_id;
+  const bool sendable = attached && bytes <= limit;
+  if (!attached) {
+    count_dropped<cuda_atomics>(ring, 1, bytes);  // a tap_point no receiver attached: id 0 would end the stream
+  } else if (!sendable) {
+    set_sticky<cuda_atomics>(ring, sticky_record_too_large, refused_size_detail(payload));
+  }
+  const unsigned mask = __ballot_sync(active, sendable);
+  if (!sendable) return;
+
+  const unsigned lane = lane_id();
+  const unsigned lanes = static_cast<unsigned>(__popc(mask));
+  std::uint64_t prefix, total;
+  if constexpr (is_raw_v<T>) {  // one size for every lane: no shuffles
+    prefix = bytes * lanes_below(mask);
+    total = bytes * lanes;
+  } else {
+    warp_offsets(mask, lane, bytes, prefix, total);
+  }
+  const overflow_policy policy = out.policy();
+  if (lanes > 1 && total <= limit) {  // one claim for the warp; `total` is the same in every lane
+    const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
+    std::uint64_t pos = 0;
+    auto status = claim_status::claimed;
+    if (lane == leader) {
+      status = claim_for_policy<cuda_atomics>(ring, total, policy, pos);
+      account_unwritten<cuda_atomics>(ring, status, lanes, total);
+    }
+    status = static_cast<claim_status>(__shfl_sync(mask, static_cast<unsigned>(status), static_cast<int>(leader)));
+    pos = shfl_u64(mask, pos, leader);
+    if (status != claim_status::claimed) return;
+    write_record<cuda_atomics>(ring, pos + prefix, point, value, payload);
+  } else {
+    std::uint64_t pos = 0;
+    const claim_status status = claim_for_policy<cuda_atomics>(ring, bytes, policy, pos);
+    if (status != claim_status::claimed) {
+      account_unwritten<cuda_atomics>(ring, status, 1, bytes);
+      return;
+    }
+    write_record<cuda_atomics>(ring, pos, point, value, payload);
+  }
+}
+
+/** One record from the lanes of a warp that call this together with the same `point` and
+ *  `value` (e.g. a span of a block's data): the first of them claims (the overflow policy applies
+ *  as for `tap`), all copy the payload — raw values and `std::span<const U>` 8 bytes per lane and
+ *  instruction, other types by the first lane — and the first commits once every lane's stores
+ *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
+ *  A span's pointer and size are taken from the first lane, so lanes that disagree cannot write
+ *  outside the claim. Called by one thread, it is a plain tap. */
+template <class T>
+__device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
+  const ring_view ring = out.ring();
+  if (ring.data == nullptr) return;
+  const unsigned mask = __activemask();
+  const unsigned lane = lane_id();
+  const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
+  const unsigned lanes = static_cast<unsigned>(__popc(mask));
+  const unsigned rank = lanes_below(mask);
+  const std::uint64_t payload = shfl_u64(mask, encoded_size(value), leader);
+  const std::uint64_t bytes = record_bytes(payload);
+  if (point.id == end_of_stream_id || bytes > max_record_bytes(ring.capacity)) {
+    if (lane == leader) {
+      if (point.id == end_of_stream_id)
+        count_dropped<cuda_atomics>(ring, 1, bytes);
+      else
+        set_sticky<cuda_atomics>(ring, sticky_record_too_large, refused_size_detail(payload));
+    }
+    return;
+  }
+  std::uint64_t pos = 0;
+  auto status = claim_status::claimed;
+  if (lane == leader) {
+    status = claim_for_policy<cuda_atomics>(ring, bytes, out.policy(), pos);
+    account_unwritten<cuda_atomics>(ring, status, 1, bytes);
+  }
+  status = static_cast<claim_status>(__shfl_sync(mask, static_cast<unsigned>(status), static_cast<int>(leader)));
+  if (status != claim_status::claimed) return;
+  pos = shfl_u64(mask, pos, leader);
+  std::byte* dst = ring.payload_at(pos);
+  if constexpr (is_raw_v<T>) {
+    strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, lanes);
+  } else if constexpr (is_plain_span<std::remove_cv_t<T>>::value) {
+    using E = typename T::element_type;
+    const auto count = shfl_u64(mask, value.size(), leader);
+    const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
+        shfl_u64(mask, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data())), leader)));
+    if (rank == 0) *reinterpret_cast<std::uint64_t*>(dst) = count;  // the span encoding: u64 count, elements
+    strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
+  } else {
+    if (lane == leader) encode(value, dst);
+  }
+  // Every lane's payload stores before the leader's release store of the header (system scope).
+  ::cuda::atomic_thread_fence(::cuda::std::memory_order_release, ::cuda::thread_scope_system);
+  __syncwarp(mask);
+  if (lane == leader) commit<cuda_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+}
+
+#endif  // __CUDACC__
+
+}  // namespace detail
+
+#if defined(__CUDACC__)
+/** Sends one record that the calling lanes of a warp write together (see detail::warp_tap). */
+template <class T>
+__device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
+  detail::warp_tap(out, point, value);
+}
+#endif
+
+DEVTAP_END_NAMESPACE
