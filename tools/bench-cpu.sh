@@ -5,7 +5,8 @@
 #   docs/bench-cpu-latency.csv  tap -> consumer latency and idle consumer CPU
 #   docs/bench-cpu.png          the plot (gnuplot)
 # Extra arguments go to the benchmark (see `build-bench/bench/devtap-bench-cpu --help`); with
-# --smoke (or any filtering argument) the files go to build-bench/ instead, so docs/ keeps full runs.
+# --smoke or a filtering argument (--only, --sizes, --no-...) the files go to build-bench/ instead,
+# so docs/ keeps full runs.
 # Needs the Debian packages in .ci/install-deps.sh (libboost-dev, libconcurrentqueue-dev,
 # libreaderwriterqueue-dev, gnuplot-nox). About 2 minutes on 2 cores; keep the machine otherwise idle
 # (DEVTAP_BENCH_WAIT_IDLE=600 waits up to 10 minutes for it to become idle).
@@ -14,7 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build=${DEVTAP_BENCH_BUILD:-build-bench}
 out=docs
-if (($# > 0)); then out=$build; fi
+for a in "$@"; do  # a partial or smoke run must not overwrite the full results in docs/
+  case $a in --smoke|--only|--sizes|--devtap-producers|--no-*) out=$build ;; esac
+done
 
 if [[ ! -f $build/build.ninja ]]; then
   meson setup "$build" --buildtype=release -Dcuda=disabled -Dtests=false -Dexamples=false -Dbench=true
