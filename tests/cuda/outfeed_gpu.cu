@@ -1,0 +1,486 @@
+// The CUDA outfeed on a GPU (issue 5): taps from inside running kernels into host consumers.
+// Without a usable GPU the executable exits 77 (meson: SKIP) — it is then compiled, not run.
+// `outfeed_gpu [case ...]` runs some cases; meson runs each case as its own test.
+#include <devtap/devtap.hpp>
+
+#include "harness.hpp"
+
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// ---- records and the values device and host agree on ---------------------------------------
+
+struct seq_rec {  // 16 bytes: the hot path
+  std::uint32_t thread;
+  std::uint32_t seq;
+  std::uint64_t check;
+};
+
+__host__ __device__ inline std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+__host__ __device__ inline std::uint64_t seq_check(std::uint32_t thread, std::uint32_t seq) {
+  return mix((std::uint64_t{thread} << 32) | seq);
+}
+__host__ __device__ inline std::uint32_t table_value(std::uint32_t k) { return static_cast<std::uint32_t>(mix(k)); }
+__host__ __device__ inline std::uint8_t byte_value(std::uint32_t k) { return static_cast<std::uint8_t>(k * 7 + 1); }
+
+struct span_rec {
+  std::uint32_t gid;
+  std::uint32_t i;
+  std::uint32_t off;
+  std::span<const std::uint32_t> xs;
+};
+
+struct big_rec {  // raw, 200 bytes: warp_tap copies it 8 bytes per lane
+  std::uint32_t warp;
+  std::uint32_t words[49];
+};
+
+__device__ inline unsigned global_id() { return blockIdx.x * blockDim.x + threadIdx.x; }
+
+devtap::device& gpu(int i = 0) { return *devtap::devices("cuda")[static_cast<std::size_t>(i)]; }
+
+devtap::receiver_options on_gpu(std::size_t budget, devtap::overflow_policy policy = devtap::overflow_policy::block) {
+  devtap::receiver_options o;
+  o.devices = {&gpu()};
+  o.budget_bytes = budget;
+  o.overflow = policy;
+  o.name = "gpu-test";
+  return o;
+}
+
+/** Per producer thread: records arrive in emission order, each intact. */
+struct order_checker {
+  std::vector<std::uint32_t> next;
+  std::uint64_t records = 0, out_of_order = 0, corrupt = 0;
+  bool consecutive = true;  // false for lossy policies: only increasing
+  explicit order_checker(std::size_t threads, bool consecutive_ = true) : next(threads, 0), consecutive(consecutive_) {}
+  void operator()(const seq_rec& r) {
+    ++records;
+    if (r.thread >= next.size() || r.check != seq_check(r.thread, r.seq)) {
+      ++corrupt;
+      return;
+    }
+    if (consecutive ? r.seq != next[r.thread] : r.seq < next[r.thread]) ++out_of_order;
+    next[r.thread] = r.seq + 1;
+  }
+};
+
+// ---- kernels --------------------------------------------------------------------------------
+
+__global__ void order_kernel(devtap::outfeed out, devtap::tap_point<seq_rec> p, int per_thread, bool divergent) {
+  const unsigned gid = global_id();
+  for (int i = 0; i < per_thread; ++i) {
+    const seq_rec r{gid, static_cast<std::uint32_t>(i), seq_check(gid, static_cast<std::uint32_t>(i))};
+    const unsigned branch = divergent ? (threadIdx.x + static_cast<unsigned>(i)) % 3 : 0;
+    if (branch == 1) {
+      __nanosleep(40 * (threadIdx.x % 5));  // these lanes arrive apart: partial-warp claims
+      out.tap(p, r);
+    } else if (branch == 2) {
+      if (threadIdx.x % 2 == 0) out.tap(p, r);
+      else out.tap(p, r);
+    } else {
+      out.tap(p, r);
+    }
+  }
+}
+
+__global__ void spans_kernel(devtap::outfeed out, devtap::tap_point<span_rec> ps,
+                             devtap::tap_point<std::span<const std::uint8_t>> pb,
+                             devtap::tap_point<std::tuple<std::uint32_t, double>> pt, const std::uint32_t* table,
+                             const std::uint8_t* bytes, int per_thread) {
+  const unsigned gid = global_id();
+  for (unsigned i = 0; i < static_cast<unsigned>(per_thread); ++i) {
+    const unsigned off = (gid * 13 + i * 7) % 1024, len = (gid + 3 * i) % 97;
+    out.tap(ps, span_rec{gid, i, off, std::span<const std::uint32_t>(table + off, len)});
+    const unsigned boff = (gid + i) % 61, blen = (gid * 5 + i) % 45;  // odd offsets: unaligned sources
+    out.tap(pb, std::span<const std::uint8_t>(bytes + boff, blen));
+    out.tap(pt, std::tuple<std::uint32_t, double>{gid, 0.5 * i});
+  }
+}
+
+__global__ void phased_kernel(devtap::outfeed out, devtap::tap_point<seq_rec> p, int first, int second,
+                              const unsigned* go, unsigned* phase) {
+  const unsigned gid = global_id();
+  for (int i = 0; i < first; ++i)
+    out.tap(p, seq_rec{gid, static_cast<std::uint32_t>(i), seq_check(gid, static_cast<std::uint32_t>(i))});
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<unsigned, cuda::thread_scope_system>(*phase).fetch_add(1, cuda::std::memory_order_release);
+    cuda::atomic_ref<const unsigned, cuda::thread_scope_system> flag(*go);
+    while (flag.load(cuda::std::memory_order_acquire) == 0) __nanosleep(2000);
+  }
+  __syncthreads();
+  for (int i = first; i < first + second; ++i)
+    out.tap(p, seq_rec{gid, static_cast<std::uint32_t>(i), seq_check(gid, static_cast<std::uint32_t>(i))});
+}
+
+__global__ void oversized_kernel(devtap::outfeed out, devtap::tap_point<seq_rec> p,
+                                 devtap::tap_point<std::span<const float>> pf, const float* data) {
+  const unsigned gid = global_id();
+  if (gid == 0) out.tap(pf, std::span<const float>(data, 600));  // 2408 payload bytes: refused
+  if (threadIdx.x / 32 == 1) devtap::warp_tap(out, pf, std::span<const float>(data, 700));  // refused too
+  out.tap(p, seq_rec{gid, 0, seq_check(gid, 0)});
+}
+
+__global__ void warp_tap_kernel(devtap::outfeed out, devtap::tap_point<span_rec> ps, devtap::tap_point<big_rec> pb,
+                                devtap::tap_point<std::span<const std::uint8_t>> pu, const std::uint32_t* table,
+                                const std::uint8_t* bytes) {
+  const unsigned warp = global_id() / 32, lane = threadIdx.x % 32;
+  const unsigned off = (warp * 11) % 1024, len = 1000 + 37 * (warp % 50);
+  devtap::warp_tap(out, ps, span_rec{warp, 0, off, std::span<const std::uint32_t>(table + off, len)});
+  if (lane < 13) {  // a partial warp, a raw value
+    big_rec b{warp, {}};
+    for (unsigned k = 0; k < 49; ++k) b.words[k] = table_value(warp * 49 + k);
+    devtap::warp_tap(out, pb, b);
+  }
+  const unsigned boff = 1 + warp % 7;  // unaligned source
+  devtap::warp_tap(out, pu, std::span<const std::uint8_t>(bytes + boff, 3001 + warp % 5));
+}
+
+// ---- cases ----------------------------------------------------------------------------------
+
+HARNESS_CASE(order) {
+  for (const bool divergent : {false, true}) {
+    constexpr int blocks = 64, threads = 256, per_thread = 200;
+    devtap::receiver rx(on_gpu(16u << 20));
+    order_checker seen(blocks * threads);
+    auto p = rx.attach<seq_rec>(std::ref(seen), "order");
+    order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, divergent);
+    CUDA_OK(cudaGetLastError());
+    rx.close();
+    CHECK_EQ(seen.records, std::uint64_t{blocks} * threads * per_thread);
+    CHECK_EQ(seen.out_of_order, 0u);
+    CHECK_EQ(seen.corrupt, 0u);
+    CHECK(std::all_of(seen.next.begin(), seen.next.end(), [](std::uint32_t n) { return n == per_thread; }));
+    CHECK_EQ(rx.stats().total().dropped_records, 0u);
+  }
+}
+
+HARNESS_CASE(spans) {
+  constexpr int blocks = 32, threads = 128, per_thread = 20;
+  std::vector<std::uint32_t> table(1024 + 128);
+  for (std::uint32_t k = 0; k < table.size(); ++k) table[k] = table_value(k);
+  std::vector<std::uint8_t> bytes(256);
+  for (std::uint32_t k = 0; k < bytes.size(); ++k) bytes[k] = byte_value(k);
+  std::uint32_t* dtable = nullptr;
+  std::uint8_t* dbytes = nullptr;
+  CUDA_OK(cudaMalloc(&dtable, table.size() * 4));
+  CUDA_OK(cudaMalloc(&dbytes, bytes.size()));
+  CUDA_OK(cudaMemcpy(dtable, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dbytes, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+
+  devtap::receiver rx(on_gpu(8u << 20));
+  std::uint64_t spans = 0, bad_spans = 0, byte_spans = 0, bad_bytes = 0, tuples = 0, bad_tuples = 0;
+  std::vector<std::uint32_t> per_gid(blocks * threads, 0);
+  auto ps = rx.attach<span_rec>([&](const span_rec& r) {
+    ++spans;
+    bool ok = r.gid < per_gid.size() && r.off == (r.gid * 13 + r.i * 7) % 1024 && r.xs.size() == (r.gid + 3 * r.i) % 97;
+    for (std::size_t j = 0; ok && j < r.xs.size(); ++j) ok = r.xs[j] == table_value(r.off + static_cast<std::uint32_t>(j));
+    bad_spans += !ok;
+  });
+  auto pb = rx.attach<std::span<const std::uint8_t>>([&](std::span<const std::uint8_t> s) {
+    ++byte_spans;
+    if (s.empty()) return;
+    std::uint32_t k = 0;  // byte_value is k*7+1 mod 256, 7 is invertible: the first byte names the offset
+    while (k < 256 && byte_value(k) != s[0]) ++k;
+    bool ok = k < 61;
+    for (std::size_t j = 0; ok && j < s.size(); ++j) ok = s[j] == byte_value(k + static_cast<std::uint32_t>(j));
+    bad_bytes += !ok;
+  });
+  auto pt = rx.attach<std::tuple<std::uint32_t, double>>([&](const std::tuple<std::uint32_t, double>& t) {
+    ++tuples;
+    const auto [gid, half] = t;
+    if (gid >= per_gid.size() || half != 0.5 * per_gid[gid]) ++bad_tuples;
+    else ++per_gid[gid];
+  });
+  spans_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pt, dtable, dbytes, per_thread);
+  CUDA_OK(cudaGetLastError());
+  rx.close();
+  const std::uint64_t expected = std::uint64_t{blocks} * threads * per_thread;
+  CHECK_EQ(spans, expected);
+  CHECK_EQ(bad_spans, 0u);
+  CHECK_EQ(byte_spans, expected);
+  CHECK_EQ(bad_bytes, 0u);
+  CHECK_EQ(tuples, expected);
+  CHECK_EQ(bad_tuples, 0u);
+  CHECK_EQ(rx.stats().total().type_mismatches, 0u);
+  cudaFree(dtable);
+  cudaFree(dbytes);
+}
+
+HARNESS_CASE(backpressure) {
+  // A 4 KiB ring holds 128 records of 32 bytes; 5120 go through it to a consumer that sleeps on
+  // each one: producers must wait, and nothing is lost.
+  constexpr int blocks = 4, threads = 64, per_thread = 20;
+  devtap::receiver rx(on_gpu(4096));
+  order_checker seen(blocks * threads);
+  auto p = rx.attach<seq_rec>([&](const seq_rec& r) {
+    seen(r);
+    std::this_thread::sleep_for(20us);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, true);
+  CUDA_OK(cudaGetLastError());
+  rx.close();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("  %llu records through a 4 KiB ring in %.3f s\n", static_cast<unsigned long long>(seen.records), seconds);
+  CHECK_EQ(seen.records, std::uint64_t{blocks} * threads * per_thread);
+  CHECK_EQ(seen.out_of_order, 0u);
+  CHECK_EQ(seen.corrupt, 0u);
+  CHECK_EQ(rx.stats().total().dropped_records, 0u);
+}
+
+HARNESS_CASE(oversized) {
+  // capacity 1024: records up to 512 bytes (496 payload). A 600-float span is refused at the tap,
+  // reported by close(), and the rest still arrives; the kernel does not hang.
+  std::vector<float> host(1000, 1.5f);
+  float* data = nullptr;
+  CUDA_OK(cudaMalloc(&data, host.size() * sizeof(float)));
+  CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  devtap::receiver rx(on_gpu(1024));
+  order_checker seen(64);
+  auto p = rx.attach<seq_rec>(std::ref(seen));
+  std::uint64_t spans = 0;
+  auto pf = rx.attach<std::span<const float>>([&](std::span<const float>) { ++spans; });
+  oversized_kernel<<<1, 64>>>(rx.outfeed(gpu()), p, pf, data);
+  CUDA_OK(cudaGetLastError());
+  std::string message;
+  try {
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    message = e.what();
+  }
+  std::printf("  close(): %s\n", message.c_str());
+  CHECK(message.find("refused a record of") != std::string::npos);
+  CHECK(message.find("2408") != std::string::npos || message.find("2808") != std::string::npos);
+  CHECK_EQ(seen.records, 64u);
+  CHECK_EQ(seen.corrupt, 0u);
+  CHECK_EQ(spans, 0u);
+  cudaFree(data);
+}
+
+HARNESS_CASE(close_flush) {
+  constexpr int blocks = 8, threads = 128, first = 50, second = 30;
+  unsigned* flags = nullptr;  // [0] go, [1] phase: pinned, mapped
+  CUDA_OK(cudaHostAlloc(&flags, 2 * sizeof(unsigned), cudaHostAllocMapped));
+  flags[0] = flags[1] = 0;
+  unsigned* dflags = nullptr;
+  CUDA_OK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dflags), flags, 0));
+
+  devtap::receiver rx(on_gpu(1u << 20));
+  std::atomic<std::uint64_t> count{0};
+  std::atomic<bool> ended{false};
+  auto p = rx.attach<seq_rec>([&](devtap::inbox<seq_rec> in) -> devtap::consumer<seq_rec> {
+    while (auto r = co_await in.next()) {
+      if (r->check == seq_check(r->thread, r->seq)) count.fetch_add(1);
+    }
+    ended = true;
+  });
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  phased_kernel<<<blocks, threads, 0, stream>>>(rx.outfeed(gpu()), p, first, second, dflags, dflags + 1);
+  CUDA_OK(cudaGetLastError());
+  std::atomic_ref<unsigned> phase(flags[1]);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (phase.load() < static_cast<unsigned>(blocks) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(100us);
+  CHECK_EQ(phase.load(), static_cast<unsigned>(blocks));
+  rx.flush();  // the kernel is still running (waiting for `go`): flush must not need it to finish
+  CHECK_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
+  CHECK_EQ(count.load(), std::uint64_t{blocks} * threads * first);
+  CHECK(!ended.load());
+  std::atomic_ref<unsigned>(flags[0]).store(1);
+  rx.close();  // after the kernel: the rest arrives, then the end of the stream
+  CHECK_EQ(count.load(), std::uint64_t{blocks} * threads * (first + second));
+  CHECK(ended.load());
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFreeHost(flags));
+}
+
+HARNESS_CASE(flush_after_kernel) {
+  constexpr int blocks = 16, threads = 128, per_thread = 10;
+  devtap::receiver rx(on_gpu(1u << 20));
+  std::atomic<std::uint64_t> count{0};
+  auto p = rx.attach<seq_rec>([&](const seq_rec&) { count.fetch_add(1); });
+  for (int round = 1; round <= 3; ++round) {
+    order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, false);
+    CUDA_OK(cudaDeviceSynchronize());
+    rx.flush();
+    CHECK_EQ(count.load(), std::uint64_t{blocks} * threads * per_thread * static_cast<unsigned>(round));
+  }
+  rx.close();
+}
+
+HARNESS_CASE(many_blocks) {
+  constexpr int blocks = 2048, threads = 256, per_thread = 4;
+  devtap::receiver rx(on_gpu(64u << 20));
+  std::uint64_t records = 0, sum = 0, x = 0;
+  auto p = rx.attach<seq_rec>([&](const seq_rec& r) {
+    ++records;
+    sum += r.check;
+    x ^= r.check * (r.seq + 1);
+  });
+  order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, false);
+  CUDA_OK(cudaGetLastError());
+  rx.close();
+  std::uint64_t want_sum = 0, want_x = 0;
+  for (std::uint32_t t = 0; t < blocks * threads; ++t)
+    for (std::uint32_t i = 0; i < per_thread; ++i) {
+      want_sum += seq_check(t, i);
+      want_x ^= seq_check(t, i) * (i + 1);
+    }
+  CHECK_EQ(records, std::uint64_t{blocks} * threads * per_thread);
+  CHECK_EQ(sum, want_sum);
+  CHECK_EQ(x, want_x);
+}
+
+void lossy(devtap::overflow_policy policy) {
+  constexpr int blocks = 64, threads = 128, per_thread = 16;
+  devtap::receiver rx(on_gpu(4096, policy));
+  order_checker seen(blocks * threads, false);
+  auto p = rx.attach<seq_rec>([&](const seq_rec& r) {
+    seen(r);
+    std::this_thread::sleep_for(50us);
+  });
+  order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, false);
+  CUDA_OK(cudaGetLastError());
+  std::string message;
+  try {
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    message = e.what();
+  }
+  const auto st = rx.stats().total();
+  std::printf("  delivered %llu, dropped %llu (%llu bytes); close(): %s\n", static_cast<unsigned long long>(st.records),
+              static_cast<unsigned long long>(st.dropped_records), static_cast<unsigned long long>(st.dropped_bytes),
+              message.empty() ? "ok" : message.c_str());
+  CHECK_EQ(st.records + st.dropped_records, std::uint64_t{blocks} * threads * per_thread);
+  CHECK(st.dropped_records > 0);
+  CHECK_EQ(st.dropped_bytes, st.dropped_records * devtap::detail::record_bytes(sizeof(seq_rec)));
+  CHECK_EQ(seen.records, st.records);
+  CHECK_EQ(seen.out_of_order, 0u);
+  CHECK_EQ(seen.corrupt, 0u);
+  if (policy == devtap::overflow_policy::error)
+    CHECK(message.find("ring full") != std::string::npos);
+  else
+    CHECK(message.empty());
+}
+
+HARNESS_CASE(drop_counts) { lossy(devtap::overflow_policy::drop); }
+HARNESS_CASE(error_policy) { lossy(devtap::overflow_policy::error); }
+
+HARNESS_CASE(warp_taps) {
+  constexpr int blocks = 16, threads = 128;
+  std::vector<std::uint32_t> table(1024 + 3000);
+  for (std::uint32_t k = 0; k < table.size(); ++k) table[k] = table_value(k);
+  std::vector<std::uint8_t> bytes(4096);
+  for (std::uint32_t k = 0; k < bytes.size(); ++k) bytes[k] = byte_value(k);
+  std::uint32_t* dtable = nullptr;
+  std::uint8_t* dbytes = nullptr;
+  CUDA_OK(cudaMalloc(&dtable, table.size() * 4));
+  CUDA_OK(cudaMalloc(&dbytes, bytes.size()));
+  CUDA_OK(cudaMemcpy(dtable, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dbytes, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+
+  devtap::receiver rx(on_gpu(1u << 20));
+  constexpr unsigned warps = blocks * threads / 32;
+  std::vector<int> span_seen(warps, 0), big_seen(warps, 0);
+  std::uint64_t bad = 0, unaligned = 0;
+  auto ps = rx.attach<span_rec>([&](const span_rec& r) {
+    bool ok = r.gid < warps && r.off == (r.gid * 11) % 1024 && r.xs.size() == 1000 + 37 * (r.gid % 50);
+    for (std::size_t j = 0; ok && j < r.xs.size(); ++j) ok = r.xs[j] == table_value(r.off + static_cast<std::uint32_t>(j));
+    if (ok) ++span_seen[r.gid];
+    else ++bad;
+  });
+  auto pb = rx.attach<big_rec>([&](const big_rec& b) {
+    bool ok = b.warp < warps;
+    for (unsigned k = 0; ok && k < 49; ++k) ok = b.words[k] == table_value(b.warp * 49 + k);
+    if (ok) ++big_seen[b.warp];
+    else ++bad;
+  });
+  auto pu = rx.attach<std::span<const std::uint8_t>>([&](std::span<const std::uint8_t> s) {
+    bool ok = s.size() >= 3001 && s.size() <= 3005;
+    const std::uint32_t k = ok ? (static_cast<std::uint32_t>(s[0] - 1) * 183u) & 0xff : 0;  // 7 * 183 = 1 mod 256
+    for (std::size_t j = 0; ok && j < s.size(); ++j) ok = s[j] == byte_value(k + static_cast<std::uint32_t>(j));
+    if (ok) ++unaligned;
+    else ++bad;
+  });
+  warp_tap_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pu, dtable, dbytes);
+  CUDA_OK(cudaGetLastError());
+  rx.close();
+  CHECK_EQ(bad, 0u);
+  CHECK(std::all_of(span_seen.begin(), span_seen.end(), [](int n) { return n == 1; }));
+  CHECK(std::all_of(big_seen.begin(), big_seen.end(), [](int n) { return n == 1; }));
+  CHECK_EQ(unaligned, std::uint64_t{warps});
+  cudaFree(dtable);
+  cudaFree(dbytes);
+}
+
+HARNESS_CASE(tap_after_close) {
+  // A kernel that taps after close() must not hang: the ring fills, the blocked taps see `closed`,
+  // give up and count drops.
+  devtap::receiver rx(on_gpu(4096));
+  auto p = rx.attach<seq_rec>([](const seq_rec&) {});
+  const devtap::outfeed out = rx.outfeed(gpu());
+  rx.close();
+  order_kernel<<<1, 32>>>(out, p, 40, false);  // 1280 records; the ring holds 128
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto st = rx.stats().total();
+  std::printf("  after close: %llu dropped\n", static_cast<unsigned long long>(st.dropped_records));
+  CHECK_EQ(st.records, 0u);
+  CHECK(st.dropped_records >= 1280u - 128u);
+}
+
+HARNESS_CASE(all_gpus) {
+  const auto gpus = devtap::devices("cuda");
+  constexpr int blocks = 16, threads = 128, per_thread = 50;
+  devtap::receiver_options o;
+  o.devices.assign(gpus.begin(), gpus.end());
+  o.budget_bytes = gpus.size() << 20;
+  devtap::receiver rx(o);
+  std::mutex m;
+  std::vector<std::uint64_t> per_device(gpus.size(), 0);
+  auto p = rx.attach<seq_rec>(
+      [&](const seq_rec& r, const devtap::device& d) {
+        std::lock_guard lock(m);
+        if (r.check == seq_check(r.thread, r.seq)) ++per_device[static_cast<std::size_t>(d.id())];
+      },
+      devtap::shared);
+  for (const devtap::device* d : gpus) {
+    CUDA_OK(cudaSetDevice(d->id()));
+    order_kernel<<<blocks, threads>>>(rx.outfeed(*d), p, per_thread, false);
+    CUDA_OK(cudaGetLastError());
+  }
+  CUDA_OK(cudaSetDevice(0));
+  rx.close();
+  for (std::size_t i = 0; i < gpus.size(); ++i) CHECK_EQ(per_device[i], std::uint64_t{blocks} * threads * per_thread);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  devtap::set_log_level(devtap::log_level::warn);
+  if (const int rc = harness::run(argc, argv, true); rc != 0) return rc;
+  return 0;
+}
