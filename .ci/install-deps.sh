@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   g++ meson ninja-build pkg-config   # toolchain
+  cmake                              # consumption test of the installed CMake package (CI)
   catch2 libfmt-dev                  # tests, formatting
   clang-16 libclang-rt-16-dev        # second compiler and its sanitizer runtimes (CI)
   libboost-dev libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox   # benchmarks
