@@ -301,15 +301,18 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
       std::this_thread::sleep_for(std::chrono::microseconds(idle < 256 ? 20 : 250));
       continue;
     }
-    // Sleep on the doorbell; producers ring it only while the flag is set (see commit()).
+    // Sleep on the doorbell. Set the flag, then look at the tail: a claim this misses is ordered
+    // after the flag, so its commit sees the flag and rings (try_claim/commit, Dekker-style).
     std::atomic_ref<std::uint32_t> bell(ch.ring->host.consumer->doorbell);
     std::atomic_ref<std::uint32_t> sleeping(ch.ring->host.consumer->reader_sleeping);
     const std::uint32_t seen = bell.load(std::memory_order_seq_cst);
     sleeping.store(1, std::memory_order_seq_cst);
-    if (reader.peek(std::memory_order_seq_cst).kind == record_kind::empty && !stop.stop_requested() &&
-        !ch.device_done.load(std::memory_order_seq_cst))
+    const bool claimed = std::atomic_ref<std::uint64_t>(ch.ring->host.producer->tail).load(std::memory_order_seq_cst) !=
+                         reader.position();
+    if (!claimed && !stop.stop_requested() && !ch.device_done.load(std::memory_order_seq_cst))
       bell.wait(seen, std::memory_order_seq_cst);
     sleeping.store(0, std::memory_order_relaxed);
+    if (claimed) std::this_thread::yield();  // claimed, not yet committed: it will be soon
   }
 }
 

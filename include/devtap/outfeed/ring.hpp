@@ -122,8 +122,11 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
       head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
       if (t + pad + bytes - h > ring.capacity) return false;
     }
-    // acq_rel: a claim after the end-of-stream claim sees `closed` (the closer sets it first)
-    if (tail.compare_exchange_weak(t, t + pad + bytes, Atomics::acq_rel, Atomics::relaxed)) break;
+    // acq_rel: a claim after the end-of-stream claim sees `closed` (the closer sets it first).
+    // seq_cst where the reader may sleep: this claim and commit()'s look at `reader_sleeping` pair
+    // with the reader's flag-then-tail check (Dekker), so no commit needs a locked store of its own.
+    constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
+    if (tail.compare_exchange_weak(t, t + pad + bytes, order, Atomics::relaxed)) break;
   }
   if (pad != 0)  // the wrap: the rest of the ring becomes one padding record
     typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
@@ -153,18 +156,16 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
   record_header* h = ring.header_at(pos);
   h->consumer_id = consumer_id;
   h->fingerprint = fingerprint;
-  typename Atomics::template shared_ref<std::uint32_t> length(h->length);
+  typename Atomics::template shared_ref<std::uint32_t>(h->length)
+      .store(payload_bytes + sizeof(record_header), Atomics::release);
   if constexpr (Atomics::wakes_reader) {
-    // seq_cst exchange, then the sleeping flag: pairs with the reader's flag-then-recheck (no lost wake-up)
-    length.exchange(payload_bytes + sizeof(record_header), Atomics::seq_cst);
+    // A reader that saw no claim went to sleep: ring it (see try_claim for why this cannot miss).
     typename Atomics::template shared_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
     if (sleeping.load(Atomics::seq_cst) != 0) {
       typename Atomics::template shared_ref<std::uint32_t> bell(ring.consumer->doorbell);
       bell.fetch_add(1, Atomics::seq_cst);
       bell.notify_one();
     }
-  } else {
-    length.store(payload_bytes + sizeof(record_header), Atomics::release);
   }
 }
 
