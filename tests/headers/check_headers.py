@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Header checks that reuse the build's own flags (tests/headers/meson.build).
+
+    check_headers.py BUILD_DIR SOURCE_DIR self-contained
+        every include/devtap/**/*.hpp compiles on its own, and included twice, with the build's
+        compiler and flags (-fsyntax-only). A header that fails only for want of the CUDA runtime's
+        headers is skipped when the build has no CUDA (no DEVTAP_WITH_CUDA).
+    check_headers.py BUILD_DIR SOURCE_DIR compiler CXX
+        tests/headers/everything.cpp compiles with CXX (the other compiler: g++ 12 or clang++-16)
+        and the build's flags, -Wall -Wextra -Wpedantic -Werror included.
+
+The flags are those meson used for everything.cpp (compile_commands.json), so include paths,
+{fmt} and CUDA are found as the build finds them.
+"""
+import concurrent.futures
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+TARGET = "tests/headers/everything.cpp"
+
+
+def build_flags(build_dir: pathlib.Path):
+    """The compiler, its flags (no output, dependency or source arguments) and the directory to run in."""
+    entries = json.loads((build_dir / "compile_commands.json").read_text())
+    entry = next((e for e in entries if e["file"].replace(os.sep, "/").endswith(TARGET)), None)
+    if entry is None:
+        sys.exit(f"check_headers: {TARGET} is not in {build_dir}/compile_commands.json")
+    argv = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
+    flags, skip = [], False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("-o", "-MQ", "-MF", "-MT"):
+            skip = True
+        elif arg in ("-c", "-MD", "-MMD") or arg.endswith(TARGET) or arg == entry["file"]:
+            pass
+        else:
+            flags.append(arg)
+    return argv[0], flags, entry["directory"]
+
+
+def self_contained(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
+    include = source_dir / "include"
+    with_cuda = any("DEVTAP_WITH_CUDA" in f for f in flags)
+    headers = sorted(p.relative_to(include).as_posix() for p in (include / "devtap").rglob("*.hpp"))
+
+    def check(header):
+        text = f"#include <{header}>\n#include <{header}>\n"
+        run = subprocess.run([compiler, *flags, "-fsyntax-only", "-x", "c++", "-"], input=text, cwd=cwd,
+                             capture_output=True, text=True, check=False)
+        needs_cuda = run.returncode != 0 and not with_cuda and "cuda_runtime" in run.stderr
+        return header, None if needs_cuda else run
+
+    failed = skipped = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for header, run in pool.map(check, headers):
+            if run is None:
+                skipped += 1
+                print(f"skip {header} (needs the CUDA runtime's headers; this build has no CUDA)")
+            elif run.returncode == 0 and not run.stderr.strip():
+                print(f"ok   {header}")
+            else:
+                failed += 1
+                print(f"FAIL {header}\n{run.stderr}")
+    print(f"{compiler}: {len(headers) - failed - skipped} headers compile on their own, {failed} do not, "
+          f"{skipped} skipped")
+    return 1 if failed else 0
+
+
+def other_compiler(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
+    command = [compiler, *flags, "-c", str(source_dir / TARGET), "-o", os.devnull]
+    print(shlex.join(command), flush=True)
+    return subprocess.run(command, cwd=cwd, check=False).returncode
+
+
+def main() -> int:
+    if len(sys.argv) < 4 or sys.argv[3] not in ("self-contained", "compiler"):
+        sys.exit(__doc__)
+    build_dir, source_dir = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    compiler, flags, cwd = build_flags(build_dir)
+    if sys.argv[3] == "self-contained":
+        return self_contained(compiler, flags, cwd, source_dir)
+    return other_compiler(sys.argv[4], flags, cwd, source_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
