@@ -4,7 +4,8 @@
     check_headers.py BUILD_DIR SOURCE_DIR self-contained
         every include/devtap/**/*.hpp compiles on its own, and included twice, with the build's
         compiler and flags (-fsyntax-only). A header that fails only for want of the CUDA runtime's
-        headers is skipped when the build has no CUDA (no DEVTAP_WITH_CUDA).
+        headers is skipped when the build has no CUDA (no DEVTAP_WITH_CUDA). Also: every macro a
+        devtap header (.hpp, .cuh) defines starts with DEVTAP_ (none leaks into users' code).
     check_headers.py BUILD_DIR SOURCE_DIR compiler CXX
         tests/headers/everything.cpp compiles with CXX (the other compiler: g++ 12 or clang++-16)
         and the build's flags, -Wall -Wextra -Wpedantic -Werror included.
@@ -16,6 +17,7 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -55,6 +57,13 @@ def self_contained(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
         needs_cuda = run.returncode != 0 and not with_cuda and "cuda_runtime" in run.stderr
         return header, None if needs_cuda else run
 
+    define = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
+    bad_macros = [f"{path.relative_to(include)} defines {name}"
+                  for path in sorted(p for p in (include / "devtap").rglob("*") if p.suffix in (".hpp", ".cuh"))
+                  for name in define.findall(path.read_text()) if not name.startswith("DEVTAP_")]
+    for bad in bad_macros:
+        print(f"FAIL {bad}: devtap's macros start with DEVTAP_")
+
     failed = skipped = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for header, run in pool.map(check, headers):
@@ -67,8 +76,8 @@ def self_contained(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
                 failed += 1
                 print(f"FAIL {header}\n{run.stderr}")
     print(f"{compiler}: {len(headers) - failed - skipped} headers compile on their own, {failed} do not, "
-          f"{skipped} skipped")
-    return 1 if failed else 0
+          f"{skipped} skipped; {len(bad_macros)} macros without the DEVTAP_ prefix")
+    return 1 if failed or bad_macros else 0
 
 
 def other_compiler(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
