@@ -318,9 +318,9 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
 
 /** What producers that cannot throw (CUDA kernels) left in the ring's sticky error word, as text. */
 inline std::string sticky_error_text(const channel& ch) {
-  const auto* shared = ch.ring->host.consumer;
-  const std::uint32_t code = std::atomic_ref<const std::uint32_t>(shared->sticky_error).load(std::memory_order_acquire);
-  const std::uint32_t detail_value = std::atomic_ref<const std::uint32_t>(shared->sticky_detail).load(std::memory_order_relaxed);
+  auto* words = ch.ring->host.consumer;
+  const std::uint32_t code = std::atomic_ref<std::uint32_t>(words->sticky_error).load(std::memory_order_acquire);
+  const std::uint32_t detail_value = std::atomic_ref<std::uint32_t>(words->sticky_detail).load(std::memory_order_relaxed);
   std::string text;
   if (code & sticky_record_too_large)
     text += "a tap on the device refused a record of " + std::to_string(detail_value) +
@@ -533,9 +533,9 @@ public:
       d.type_mismatches = ch->mismatches.load(std::memory_order_relaxed);
       d.consumer_errors = ch->consumer_errors.load(std::memory_order_relaxed);
       d.ignored = ch->ignored.load(std::memory_order_relaxed);
-      auto* shared = ch->ring->host.consumer;
-      d.dropped_records = std::atomic_ref<std::uint64_t>(shared->dropped_records).load(std::memory_order_relaxed);
-      d.dropped_bytes = std::atomic_ref<std::uint64_t>(shared->dropped_bytes).load(std::memory_order_relaxed);
+      auto* words = ch->ring->host.consumer;
+      d.dropped_records = std::atomic_ref<std::uint64_t>(words->dropped_records).load(std::memory_order_relaxed);
+      d.dropped_bytes = std::atomic_ref<std::uint64_t>(words->dropped_bytes).load(std::memory_order_relaxed);
       if (ch->finished.load(std::memory_order_acquire) && !ch->failure.empty()) {
         d.stream_failed = true;
         d.failure = ch->failure;
@@ -550,7 +550,7 @@ public:
 
 private:
   template <class T, class Fn>
-  tap_point<T> attach_impl(Fn fn, bool shared, std::string name) {
+  tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name) {
     static_assert(detail::coroutine_factory<T, Fn> || detail::value_callable<T, Fn>,
                   "devtap: a consumer of T is a coroutine `devtap::consumer<T> f(devtap::inbox<T>)` or a callable "
                   "taking `const T&` (optionally followed by `const devtap::device&`)");
@@ -561,10 +561,10 @@ private:
     if (name.empty()) name = "consumer#" + std::to_string(id);
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
-      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(id, std::move(name), std::move(fn), shared ? 1 : devices,
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(id, std::move(name), std::move(fn), one_instance ? 1 : devices,
                                                                  devices);
     else
-      entry = std::make_shared<detail::callable_entry<T, Fn>>(id, std::move(name), std::move(fn), shared, devices);
+      entry = std::make_shared<detail::callable_entry<T, Fn>>(id, std::move(name), std::move(fn), one_instance, devices);
     core_->entries.push_back(std::move(entry));
     core_->table_version.fetch_add(1, std::memory_order_release);
     return tap_point<T>{id, type_fingerprint_v<T>};
