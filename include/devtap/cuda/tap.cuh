@@ -10,8 +10,8 @@
  * ring protocol (devtap/outfeed/ring.hpp) through the `cuda_atomics` policy: the claim is a CAS on
  * the tail in device memory, the payload is written with plain stores into pinned host memory,
  * and the header is published by one system-scope release store. The lanes of a warp that tap at
- * the same time share one claim (one CAS for the warp, offsets by prefix sum) whenever their
- * records together fit in one record's limit.
+ * the same time into the same ring share one claim (one CAS for the warp, offsets by prefix sum)
+ * whenever their records together fit in one record's limit.
  *
  * A full ring: `block` waits (`__nanosleep` backoff, reading the host's head rarely), `drop`
  * counts and skips, `error` records `sticky_ring_full` (and counts the record as dropped).
@@ -223,7 +223,8 @@ template <class T>
 __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view ring = out.ring();
   if (ring.data == nullptr) return;  // an empty handle: there is nowhere to write, or to count
-  const unsigned active = __activemask();
+  // The lanes tapping together into the same ring (lanes may hold handles of different devices).
+  const unsigned active = __match_any_sync(__activemask(), reinterpret_cast<unsigned long long>(ring.data));
   const std::uint64_t payload = encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
   const std::uint64_t limit = max_record_bytes(ring.capacity);
@@ -276,12 +277,13 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
  *  instruction, other types by the first lane — and the first commits once every lane's stores
  *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
  *  A span's pointer and size are taken from the first lane, so lanes that disagree cannot write
- *  outside the claim. Called by one thread, it is a plain tap. */
+ *  outside the claim; lanes holding handles of different rings form separate groups. Called by
+ *  one thread, it is a plain tap. */
 template <class T>
 __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view ring = out.ring();
   if (ring.data == nullptr) return;
-  const unsigned mask = __activemask();
+  const unsigned mask = __match_any_sync(__activemask(), reinterpret_cast<unsigned long long>(ring.data));
   const unsigned lane = lane_id();
   const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
