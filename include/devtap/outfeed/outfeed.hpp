@@ -67,6 +67,15 @@ inline std::string describe_bytes(std::uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
+/** A spin-wait hint: lets the sibling hyperthread run and saves power while polling. */
+inline void cpu_relax() noexcept {
+#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_ia32_pause();
+#elif !defined(__CUDA_ARCH__) && defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 /** Claims `bytes`, waiting for space: spin, then yield, then sleep until the reader publishes
  *  space. Gives up (false) once the ring's `closed` state reaches `give_up_at`. */
 inline bool claim_waiting(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, std::uint32_t give_up_at) {
@@ -74,7 +83,10 @@ inline bool claim_waiting(const ring_view& ring, std::uint64_t bytes, std::uint6
   for (int attempt = 0;; ++attempt) {
     if (try_claim<host_atomics>(ring, bytes, pos)) return true;
     if (closed.load(std::memory_order_acquire) >= give_up_at) return false;
-    if (attempt < 64) continue;
+    if (attempt < 64) {
+      cpu_relax();
+      continue;
+    }
     if (attempt < 128) {
       std::this_thread::yield();
       continue;
