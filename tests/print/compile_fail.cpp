@@ -1,0 +1,86 @@
+// What devtap::print refuses at compile time, one case per -DDEVTAP_PRINT_CASE_<name>; with
+// -DDEVTAP_CONTROL each case is its sound twin and compiles (tests/print/meson.build).
+#include <devtap/print.hpp>
+
+#include <string>
+
+void cases(const devtap::printer& out) {
+#if defined(DEVTAP_PRINT_CASE_too_many)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{} {}">(out, 1, 2);
+#  else
+  devtap::print<"{}">(out, 1, 2);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_too_few)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{} {}">(out, 1, 2.0);
+#  else
+  devtap::print<"{} {}">(out, 1);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_index_past_end)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{1} {0}">(out, 1, 2);
+#  else
+  devtap::print<"{2} {0}">(out, 1, 2);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_char_pointer)
+  const char* name = "x";
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{} {}">(out, std::string_view(name), static_cast<const void*>(name));
+#  else
+  devtap::print<"{}">(out, name);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_unsupported_type)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{}">(out, std::string_view("text"));
+#  else
+  devtap::print<"{}">(out, std::string("text"));
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_long_double)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{}">(out, 1.0);
+#  else
+  devtap::print<"{}">(out, 1.0L);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_float_spec_for_int)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{:.3f}">(out, 1.0);
+#  else
+  devtap::print<"{:.3f}">(out, 1);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_precision_for_int)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{:8}">(out, 1);
+#  else
+  devtap::print<"{:.3}">(out, 1);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_sign_for_unsigned)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{:+}">(out, 1);
+#  else
+  devtap::print<"{:+}">(out, 1u);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_unmatched_brace)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"a }} b">(out);
+#  else
+  devtap::print<"a } b">(out);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_mixed_indexing)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{0} {1}">(out, 1, 2);
+#  else
+  devtap::print<"{} {1}">(out, 1, 2);
+#  endif
+#elif defined(DEVTAP_PRINT_CASE_dynamic_width_not_int)
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{:{}}">(out, 1, 5);
+#  else
+  devtap::print<"{:{}}">(out, 1, 5.0);
+#  endif
+#else
+#  error "no DEVTAP_PRINT_CASE_ given"
+#endif
+}
+
+int main() {}
