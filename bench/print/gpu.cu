@@ -1,0 +1,129 @@
+// devtap::print against printf from a CUDA kernel (DESIGN.md §4, issue 6; target: at least 10x
+// printf's lines per second). One kernel, BLOCKS x THREADS threads, each printing LINES lines of
+// the same content both ways:
+//
+//   printf          kernel + cudaDeviceSynchronize (which writes the FIFO out); the FIFO is made
+//                   large enough to hold every line (by default it keeps 1 MB and drops the rest)
+//   devtap kernel   kernel + cudaDeviceSynchronize: the time the device spends printing
+//   devtap e2e      until the host has formatted and written every line (rx.flush())
+//
+// stdout is pointed at /dev/null while printf runs (it writes there at the sync point); devtap
+// writes to a FILE on /dev/null. Exit 77 without a GPU. The formatter: gpu_host.cpp.
+#include <devtap/devtap.hpp>
+#include <devtap/print.hpp>
+
+#include <cuda_runtime.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+__global__ void with_printf(int lines) {
+  const unsigned b = blockIdx.x, t = threadIdx.x;
+  for (int i = 0; i < lines; ++i)
+    printf("block %u thread %u step %d loss %.4f tag %s\n", b, t, i, 1.0 / (i + 1 + t), "train");
+}
+
+__global__ void with_devtap(devtap::printer out, int lines) {
+  const unsigned b = blockIdx.x, t = threadIdx.x;
+  for (int i = 0; i < lines; ++i)
+    devtap::print<"block {} thread {} step {} loss {:.4f} tag {}">(out, b, t, i, 1.0 / (i + 1 + t), "train");
+}
+
+bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
+    std::fprintf(stderr, "devtap-bench-print-gpu: no GPU (skip)\n");
+    return 77;
+  }
+  unsigned blocks = 1024, threads = 256;
+  int lines = 8, reps = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--smoke") {
+      blocks = 64;
+      lines = 2;
+      reps = 1;
+    } else if (a == "--blocks" && i + 1 < argc) {
+      blocks = static_cast<unsigned>(std::atoi(argv[++i]));
+    } else if (a == "--lines" && i + 1 < argc) {
+      lines = std::atoi(argv[++i]);
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--smoke] [--blocks N] [--lines L] [--reps R]\n", argv[0]);
+      return 2;
+    }
+  }
+  devtap::set_log_level(devtap::log_level::warn);
+  const double total = static_cast<double>(blocks) * threads * lines;
+  if (!ok(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, static_cast<std::size_t>(total) * 256 + (1u << 20)), "printf FIFO"))
+    return 1;
+  devtap::device* gpu = devtap::devices("cuda")[0];
+  std::FILE* devnull = std::fopen("/dev/null", "w");
+  if (devnull == nullptr) return 1;
+
+  double printf_best = 0, kernel_best = 0, e2e_best = 0;
+  for (int r = 0; r < reps + 1; ++r) {  // the first round warms up (module load, FIFO, pinned memory)
+    // printf: its output goes to stdout at the sync point; stdout points at /dev/null meanwhile.
+    std::fflush(stdout);
+    const int saved = dup(1);
+    const int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    double t0 = now_s();
+    with_printf<<<blocks, threads>>>(lines);
+    const bool printed = ok(cudaDeviceSynchronize(), "printf kernel");
+    const double printf_s = now_s() - t0;
+    std::fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(null_fd);
+    if (!printed) return 1;
+
+    devtap::receiver rx({.devices = {gpu}, .budget_bytes = std::size_t{64} << 20, .name = "bench-print-gpu"});
+    auto prints = devtap::attach_print(rx, {.sink = devnull});
+    t0 = now_s();
+    with_devtap<<<blocks, threads>>>(prints.on(rx.outfeed(*gpu)), lines);
+    if (!ok(cudaDeviceSynchronize(), "devtap kernel")) return 1;
+    const double kernel_s = now_s() - t0;
+    rx.flush();
+    const double e2e_s = now_s() - t0;
+    rx.close();
+    if (prints.stats().lines != static_cast<std::uint64_t>(total)) {
+      std::fprintf(stderr, "devtap::print wrote %llu lines, not %.0f\n", static_cast<unsigned long long>(prints.stats().lines),
+                   total);
+      return 1;
+    }
+    if (r == 0) continue;
+    printf_best = std::max(printf_best, total / printf_s);
+    kernel_best = std::max(kernel_best, total / kernel_s);
+    e2e_best = std::max(e2e_best, total / e2e_s);
+  }
+  std::printf("devtap::print vs printf from one kernel: %u blocks x %u threads x %d lines = %.0f lines, best of %d\n\n",
+              blocks, threads, lines, total, reps);
+  std::printf("| path | lines/s | vs printf |\n|---|---:|---:|\n");
+  std::printf("| printf (kernel + sync) | %.3e | 1.00 |\n", printf_best);
+  std::printf("| devtap::print (kernel + sync) | %.3e | %.2f |\n", kernel_best, kernel_best / printf_best);
+  std::printf("| devtap::print (until every line is written) | %.3e | %.2f |\n", e2e_best, e2e_best / printf_best);
+  std::fclose(devnull);
+  return 0;
+}
