@@ -138,7 +138,7 @@ struct print_options {
 
 /** What a printer has done so far. */
 struct print_stats {
-  std::uint64_t lines = 0;            ///< lines written, error lines included
+  std::uint64_t lines = 0;            ///< prints written (one each, inner newlines or not), error lines included
   std::uint64_t format_errors = 0;    ///< prints {fmt} could not format (written as an error line)
   std::uint64_t unknown_formats = 0;  ///< prints whose format never became known (written as an error line)
   std::uint64_t malformed = 0;        ///< records that were not valid prints (written as an error line)
