@@ -129,13 +129,7 @@ public:
   /** Queues `fn` behind the work already submitted; an exception from `fn` is logged. */
   void after_pending_work(std::function<void()> fn) override {
     executor_.post([this, fn = std::move(fn)] {
-      try {
-        fn();
-      } catch (const std::exception& e) {
-        log(log_level::error, "{}: after_pending_work callback threw: {}", name(), e.what());
-      } catch (...) {
-        log(log_level::error, "{}: after_pending_work callback threw an unknown exception", name());
-      }
+      run_pending_work_callback(fn);
     });
   }
 

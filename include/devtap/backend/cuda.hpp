@@ -78,13 +78,7 @@ public:
       if (status == cudaSuccess) status = cudaDeviceSynchronize();
       if (status != cudaSuccess)
         log(log_level::error, "{}", detail::cuda_error_text(name() + ": waiting for pending work", status));
-      try {
-        fn();
-      } catch (const std::exception& e) {
-        log(log_level::error, "{}: after_pending_work callback threw: {}", name(), e.what());
-      } catch (...) {
-        log(log_level::error, "{}: after_pending_work callback threw an unknown exception", name());
-      }
+      run_pending_work_callback(fn);
     });
   }
 

@@ -1,9 +1,11 @@
 #pragma once
 /** `device` and `client`: what every backend provides, whatever it runs on. */
 #include <devtap/config.hpp>
+#include <devtap/log.hpp>
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <span>
@@ -56,6 +58,17 @@ public:
   }
 
 protected:
+  /** Runs an `after_pending_work` callback on a backend's thread: an exception is logged, never lost. */
+  void run_pending_work_callback(const std::function<void()>& fn) const noexcept {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      log(log_level::error, "{}: after_pending_work callback threw: {}", name(), e.what());
+    } catch (...) {
+      log(log_level::error, "{}: after_pending_work callback threw an unknown exception", name());
+    }
+  }
+
   device(int id, std::string_view platform, std::string name, int process_index)
       : id_(id), platform_(platform), name_(std::move(name)), process_index_(process_index) {}
 
