@@ -2,6 +2,7 @@
 // line counted and checked: nothing lost, nothing interleaved, each device's lines in order.
 // (CUDA printf keeps 1 MB by default and overwrites the oldest output; its counterpart with a
 // kernel is tests/print/gpu_volume.cu.)
+#include <chrono>
 #include <devtap/print_host.hpp>
 
 #include <catch2/catch.hpp>
@@ -24,7 +25,7 @@ TEST_CASE("more than 1 MB of lines from every cpu device: each one arrives, whol
   std::vector<counts> seen(n);
   // 64 KiB per device: the devices print far faster than one formatter thread per device can
   // write, so they wait for room again and again.
-  devtap::receiver rx({.backends = {"cpu"}, .budget_bytes = (64u << 10) * n, .name = "volume"});
+  devtap::receiver rx({.backends = {"cpu"}, .budget_bytes = (64u << 10) * n, .close_timeout = std::chrono::minutes(5), .name = "volume"});  // sanitized builds are slow
   auto ch = devtap::attach_print(rx, {.sink = [&](std::string_view line, const devtap::device& dev) {
     counts& c = seen[static_cast<std::size_t>(dev.id())];
     ++c.lines;
