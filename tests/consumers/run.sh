@@ -53,6 +53,7 @@ run_consumer "$tmp/meson/consumer"
 
 step "(b) pkg-config: c++ \$(pkg-config --cflags --libs devtap)"
 export PKG_CONFIG_PATH=$(dirname "$pc")
+echo "devtap.pc $(grep '^Libs:' "$pc")  (LIBRARY_PATH='${LIBRARY_PATH:-}' PKG_CONFIG_SYSTEM_LIBRARY_PATH='${PKG_CONFIG_SYSTEM_LIBRARY_PATH:-}')"
 echo "pkg-config --cflags --libs devtap: $(pkg-config --cflags --libs devtap)"
 test "$(pkg-config --modversion devtap)" = "$(meson introspect --projectinfo "$tmp/devtap-build" | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')"
 # shellcheck disable=SC2046  # pkg-config's flags are meant to split
