@@ -176,6 +176,9 @@ inline void write_end_marker(channel& ch) {
   commit<host_atomics>(ring, pos, end_of_stream_id, 0, 0);
 }
 
+/** Records a reader delivers between two updates of its channel's counters and position. */
+inline constexpr std::uint64_t progress_every = 64;
+
 /** The reader loop of one device: runs on its jthread until the end marker, a malformed record, or stop. */
 inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
   ring_reader reader(ch.ring->host);
@@ -210,6 +213,15 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
     log(log_level::debug, "receiver '{}': stream of {} ended", core.name, ch.device_name);
     core.mark_finished(ch);
   };
+  // Progress is published every `progress_every` records and whenever the ring runs dry, not per
+  // record: stats() and flush() see it soon enough, and the hot loop stays free of shared stores.
+  std::uint64_t delivered_records = 0, delivered_bytes = 0;
+  auto publish_progress = [&] {
+    bump(ch.records, delivered_records);
+    bump(ch.bytes, delivered_bytes);
+    delivered_records = delivered_bytes = 0;
+    ch.consumed.store(reader.position(), std::memory_order_release);
+  };
   auto dispatch = [&](const record_ref& rec) {
     const std::uint32_t id = rec.header->consumer_id;
     consumer_entry* entry = lookup(id);
@@ -232,8 +244,8 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
     }
     switch (result) {
       case delivery::delivered:
-        bump(ch.records, 1);
-        bump(ch.bytes, rec.payload_bytes);
+        ++delivered_records;
+        delivered_bytes += rec.payload_bytes;
         break;
       case delivery::mismatch:
         bump(ch.mismatches, 1);
@@ -263,12 +275,13 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
         if (rec.header->consumer_id == end_of_stream_id) {
           reader.release(rec);
           reader.publish();
+          publish_progress();
           end_stream();
           return;
         }
         dispatch(rec);
         reader.release(rec);
-        if (++since_progress % 64 == 0) ch.consumed.store(reader.position(), std::memory_order_release);
+        if (++since_progress % progress_every == 0) publish_progress();
         continue;
       case record_kind::skip:
         reader.release(rec);
@@ -279,6 +292,7 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
                      "): its stream was stopped";
         log(log_level::error, "receiver '{}': {}", core.name, ch.failure);
         close_ring(ch.ring->host, 2);  // blocked producers must not wait for a reader that has stopped
+        publish_progress();
         core.mark_finished(ch);
         return;
       }
@@ -286,7 +300,7 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
         break;
     }
     reader.publish();
-    ch.consumed.store(reader.position(), std::memory_order_release);
+    publish_progress();
     if (ch.device_done.load(std::memory_order_acquire)) {
       if (reader.peek(std::memory_order_seq_cst).kind == record_kind::empty) {
         end_stream();

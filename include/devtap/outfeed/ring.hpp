@@ -160,8 +160,9 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
       .store(payload_bytes + sizeof(record_header), Atomics::release);
   if constexpr (Atomics::wakes_reader) {
     // A reader that saw no claim went to sleep: ring it (see try_claim for why this cannot miss).
+    // The ringer clears the flag, so one commit rings, not every commit until the reader runs.
     typename Atomics::template shared_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
-    if (sleeping.load(Atomics::seq_cst) != 0) {
+    if (sleeping.load(Atomics::seq_cst) != 0 && sleeping.exchange(0, Atomics::seq_cst) != 0) {
       typename Atomics::template shared_ref<std::uint32_t> bell(ring.consumer->doorbell);
       bell.fetch_add(1, Atomics::seq_cst);
       bell.notify_one();
