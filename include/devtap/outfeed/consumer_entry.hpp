@@ -6,10 +6,12 @@
 #include <devtap/outfeed/fingerprint.hpp>
 
 #include <concepts>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -27,6 +29,21 @@ inline constexpr shared_t shared{};
 namespace detail {
 
 enum class delivery { delivered, mismatch, failed_before, returned_before };
+
+/** A whole value from a record's payload; nullopt when the payload does not match T. */
+template <class T>
+std::optional<T> decode_value(const std::byte* payload, std::size_t size) {
+  if constexpr (is_raw_v<T> && std::is_trivially_default_constructible_v<T>) {
+    if (size != sizeof(T)) return std::nullopt;
+    T value;  // left uninitialised: every byte is copied in (no zero-fill per record)
+    std::memcpy(static_cast<void*>(&value), payload, sizeof(T));
+    return value;
+  } else {
+    std::optional<T> value(std::in_place);
+    if (!decode(payload, size, *value)) return std::nullopt;
+    return value;
+  }
+}
 
 /** One attached consumer. `deliver` and `finish` for a device are called from that device's thread only. */
 struct consumer_entry {
@@ -70,11 +87,8 @@ public:
     lane_state& l = *lanes_[shared_ ? 0 : lane];
     if (l.failed) return delivery::failed_before;
     if (l.co.done()) return delivery::returned_before;
-    l.box.value.emplace();
-    if (!decode(payload, size, *l.box.value)) {
-      l.box.value.reset();
-      return delivery::mismatch;
-    }
+    l.box.value = decode_value<T>(payload, size);
+    if (!l.box.value) return delivery::mismatch;
     l.box.source = &dev;
     l.box.pending = true;
     resume(l);
@@ -130,13 +144,13 @@ public:
     if (shared_) lock.lock();
     char& failed = failed_[shared_ ? 0 : lane];
     if (failed) return delivery::failed_before;
-    T value{};
-    if (!decode(payload, size, value)) return delivery::mismatch;
+    const std::optional<T> value = decode_value<T>(payload, size);
+    if (!value) return delivery::mismatch;
     try {
       if constexpr (std::invocable<Fn&, const T&, const device&>)
-        fn_(std::as_const(value), dev);
+        fn_(*value, dev);
       else
-        fn_(std::as_const(value));
+        fn_(*value);
     } catch (...) {
       failed = 1;  // every later record for it is counted, not delivered
       throw;
