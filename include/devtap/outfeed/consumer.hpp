@@ -9,9 +9,11 @@
  * its next `co_await in.next()`. The record's bytes are released only then, which is why a span
  * inside a received value stays valid until the next `co_await`. */
 #include <devtap/backend/device.hpp>
+#include <devtap/outfeed/codec.hpp>
 
 #include <coroutine>
 #include <cstddef>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -20,10 +22,15 @@
 DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
+/** Types the consumer copies straight out of the ring when it resumes: one copy per record. */
+template <class T>
+inline constexpr bool copied_on_resume_v = is_raw_v<T> && std::is_trivially_default_constructible_v<T>;
+
 /** The hand-over slot between the receiver thread and one consumer coroutine. */
 template <class T>
 struct mailbox {
-  std::optional<T> value;  // empty with `pending` set: the end of the stream
+  std::optional<T> value;          // decoded value (not copied_on_resume_v); empty: end of the stream
+  const std::byte* raw = nullptr;  // copied_on_resume_v: the payload in the ring; null: end of the stream
   const device* source = nullptr;
   bool pending = false;
 };
@@ -46,7 +53,13 @@ public:
       void await_suspend(std::coroutine_handle<>) const noexcept {}
       std::optional<T> await_resume() const noexcept(std::is_nothrow_move_constructible_v<T>) {
         box->pending = false;
-        return std::move(box->value);
+        if constexpr (detail::copied_on_resume_v<T>) {
+          // The record's bytes stay in the ring until this coroutine suspends again.
+          if (box->raw == nullptr) return std::nullopt;
+          return load_raw(box->raw);  // this form compiles to one copy into the result
+        } else {
+          return std::move(box->value);
+        }
       }
     };
     return awaiter{box_};
@@ -56,6 +69,11 @@ public:
   const devtap::device& device() const noexcept { return *box_->source; }
 
 private:
+  static T load_raw(const std::byte* bytes) noexcept {
+    T value;  // no zero-fill: every byte is copied in
+    std::memcpy(static_cast<void*>(&value), bytes, sizeof(T));
+    return value;
+  }
   detail::mailbox<T>* box_;
 };
 

@@ -87,8 +87,13 @@ public:
     lane_state& l = *lanes_[shared_ ? 0 : lane];
     if (l.failed) return delivery::failed_before;
     if (l.co.done()) return delivery::returned_before;
-    l.box.value = decode_value<T>(payload, size);
-    if (!l.box.value) return delivery::mismatch;
+    if constexpr (copied_on_resume_v<T>) {
+      if (size != sizeof(T)) return delivery::mismatch;
+      l.box.raw = payload;  // the coroutine copies it out as it resumes (see inbox::next)
+    } else {
+      l.box.value = decode_value<T>(payload, size);
+      if (!l.box.value) return delivery::mismatch;
+    }
     l.box.source = &dev;
     l.box.pending = true;
     resume(l);
@@ -104,6 +109,7 @@ public:
     lane_state& l = *lanes_[shared_ ? 0 : lane];
     if (l.failed || l.co.done()) return;
     l.box.value.reset();
+    l.box.raw = nullptr;
     l.box.source = &dev;
     l.box.pending = true;
     resume(l);
