@@ -102,9 +102,6 @@ inline bool claim_waiting(const ring_view& ring, std::uint64_t bytes, std::uint6
   }
 }
 
-/** How far past its record a host tap prefetches the ring for writing. */
-inline constexpr std::uint64_t prefetch_ahead_bytes = 512;
-
 [[noreturn]] inline void throw_closed(const char* device_name) {
   throw outfeed_error(std::string("devtap: tap on device '") + device_name +
                       "' after its receiver closed (the record was not written)");
@@ -143,9 +140,6 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     abort<host_atomics>(ring, pos, bytes);
     throw_closed(out.device_name());
   }
-  // The reader zeroed the bytes ahead when it freed them, so their lines sit in its cache: ask for
-  // them now, or a later claim's locked CAS waits for this store's ownership request (~2x at 16 B).
-  __builtin_prefetch(ring.data + ((pos + bytes + prefetch_ahead_bytes) & (ring.capacity - 1)), 1);
   encode(value, ring.payload_at(pos));
   commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
 }
