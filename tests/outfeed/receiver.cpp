@@ -276,6 +276,29 @@ TEST_CASE("unknown ids and type mismatches are counted and skipped") {
   CHECK(std::count_if(logs.begin(), logs.end(), [](auto& m) { return m.find("unknown consumer id 99") != std::string::npos; }) == 1);
 }
 
+TEST_CASE("a record with the consumer's fingerprint but the wrong size is a mismatch, for every kind of consumer") {
+  devtap::cpu_client cpus(1);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  std::vector<int> by_callable, by_coroutine;
+  devtap::receiver rx({.devices = all(cpus)});
+  auto callable = rx.attach<int>([&](const int& v) { by_callable.push_back(v); });
+  auto coroutine = rx.attach<int>([&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (auto v = co_await in.next()) by_coroutine.push_back(*v);
+  });
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
+  for (auto point : {callable, coroutine}) {
+    out.tap(point, 1);
+    out.tap(devtap::tap_point<std::int64_t>{point.id, point.fingerprint}, std::int64_t{2});  // 8 bytes, not 4
+    out.tap(point, 3);
+  }
+  rx.close();
+  devtap::set_log_sink({});
+  CHECK(by_callable == std::vector<int>{1, 3});
+  CHECK(by_coroutine == std::vector<int>{1, 3});
+  CHECK(rx.stats().total().type_mismatches == 2);
+  CHECK(rx.stats().total().records == 4);
+}
+
 TEST_CASE("a malformed record stops that device's stream only, reported with device and offset") {
   devtap::cpu_client cpus(2);
   std::atomic<int> got{0};

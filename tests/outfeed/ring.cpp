@@ -100,6 +100,19 @@ TEST_CASE("an aborted claim is skipped and its bytes zeroed") {
   CHECK(all_zero(mem.host.data, 256));
 }
 
+TEST_CASE("a commit rings a sleeping reader once, clearing its flag; a busy reader is never rung") {
+  host_ring_allocation mem(1024);
+  auto* words = mem.host.consumer;
+  REQUIRE(write_record(mem.producer, 1, 8, 1));
+  CHECK(words->doorbell == 0);  // the reader is not asleep: commits leave the doorbell alone
+  words->reader_sleeping = 1;   // what the reader sets before it waits on the doorbell
+  REQUIRE(write_record(mem.producer, 2, 8, 2));
+  CHECK(words->doorbell == 1);
+  CHECK(words->reader_sleeping == 0);  // the ringer cleared it: later commits make no system call
+  for (std::uint32_t i = 3; i < 10; ++i) REQUIRE(write_record(mem.producer, i, 8, 3));
+  CHECK(words->doorbell == 1);
+}
+
 TEST_CASE("positions compare by difference across the 64-bit wrap") {
   host_ring_allocation mem(256);
   const std::uint64_t start = (~std::uint64_t{0} - 100) & ~std::uint64_t{7};  // about to wrap, 8-aligned
