@@ -45,25 +45,25 @@ class inbox {
 public:
   explicit inbox(detail::mailbox<T>* box) noexcept : box_(box) {}
 
-  /** Awaitable: the next value, or `std::nullopt` once the stream has ended. */
-  auto next() noexcept {
-    struct awaiter {
-      detail::mailbox<T>* box;
-      bool await_ready() const noexcept { return box->pending; }
-      void await_suspend(std::coroutine_handle<>) const noexcept {}
-      std::optional<T> await_resume() const noexcept(std::is_nothrow_move_constructible_v<T>) {
-        box->pending = false;
-        if constexpr (detail::copied_on_resume_v<T>) {
-          // The record's bytes stay in the ring until this coroutine suspends again.
-          if (box->raw == nullptr) return std::nullopt;
-          return load_raw(box->raw);  // this form compiles to one copy into the result
-        } else {
-          return std::move(box->value);
-        }
+  /** What `next()` returns; the only thing a consumer coroutine may `co_await`. */
+  struct next_awaiter {
+    detail::mailbox<T>* box;
+    bool await_ready() const noexcept { return box->pending; }
+    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    std::optional<T> await_resume() const noexcept(std::is_nothrow_move_constructible_v<T>) {
+      box->pending = false;
+      if constexpr (detail::copied_on_resume_v<T>) {
+        // The record's bytes stay in the ring until this coroutine suspends again.
+        if (box->raw == nullptr) return std::nullopt;
+        return load_raw(box->raw);  // this form compiles to one copy into the result
+      } else {
+        return std::move(box->value);
       }
-    };
-    return awaiter{box_};
-  }
+    }
+  };
+
+  /** Awaitable: the next value, or `std::nullopt` once the stream has ended. */
+  next_awaiter next() noexcept { return next_awaiter{box_}; }
 
   /** The device the current value came from. */
   const devtap::device& device() const noexcept { return *box_->source; }
@@ -90,6 +90,14 @@ public:
     std::suspend_always final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
     void unhandled_exception() noexcept { error = std::current_exception(); }
+    /** Only the receiver resumes a consumer, when a record arrives; anything else it awaited would
+     *  resume it on another thread, concurrently with the receiver, after the record was freed. */
+    template <class A>
+    A&& await_transform(A&& awaitable) noexcept {
+      static_assert(std::is_same_v<std::remove_cvref_t<A>, typename inbox<T>::next_awaiter>,
+                    "devtap: a consumer coroutine may co_await only `in.next()` of its own inbox");
+      return std::forward<A>(awaitable);
+    }
   };
 
   consumer() = default;

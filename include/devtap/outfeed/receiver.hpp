@@ -215,12 +215,18 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
   };
   // Progress is published every `progress_every` records and whenever the ring runs dry, not per
   // record: stats() and flush() see it soon enough, and the hot loop stays free of shared stores.
-  std::uint64_t delivered_records = 0, delivered_bytes = 0;
-  auto publish_progress = [&] {
+  std::uint64_t delivered_records = 0, delivered_bytes = 0, published_position = reader.position();
+  auto publish_counts = [&] {
+    if (delivered_records == 0) return;
     bump(ch.records, delivered_records);
     bump(ch.bytes, delivered_bytes);
     delivered_records = delivered_bytes = 0;
-    ch.consumed.store(reader.position(), std::memory_order_release);
+  };
+  auto publish_progress = [&] {  // an idle reader calls this on every poll: it writes only news
+    publish_counts();
+    if (reader.position() == published_position) return;
+    published_position = reader.position();
+    ch.consumed.store(published_position, std::memory_order_release);
   };
   auto dispatch = [&](const record_ref& rec) {
     const std::uint32_t id = rec.header->consumer_id;
@@ -275,8 +281,8 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
         if (rec.header->consumer_id == end_of_stream_id) {
           reader.release(rec);
           reader.publish();
-          publish_progress();
-          end_stream();
+          publish_counts();
+          end_stream();  // publishes the position once the consumers have seen the end
           return;
         }
         dispatch(rec);
