@@ -26,6 +26,14 @@ namespace detail {
 template <class T>
 inline constexpr bool copied_on_resume_v = is_raw_v<T> && std::is_trivially_default_constructible_v<T>;
 
+/** A copied_on_resume_v value straight from its bytes, with no zero-fill first. */
+template <class T>
+T load_raw(const std::byte* bytes) noexcept {
+  T value;  // every byte is copied in
+  std::memcpy(static_cast<void*>(&value), bytes, sizeof(T));
+  return value;
+}
+
 /** The hand-over slot between the receiver thread and one consumer coroutine. */
 template <class T>
 struct mailbox {
@@ -55,7 +63,7 @@ public:
       if constexpr (detail::copied_on_resume_v<T>) {
         // The record's bytes stay in the ring until this coroutine suspends again.
         if (box->raw == nullptr) return std::nullopt;
-        return load_raw(box->raw);  // this form compiles to one copy into the result
+        return detail::load_raw<T>(box->raw);  // this form compiles to one copy into the result
       } else {
         return std::move(box->value);
       }
@@ -69,11 +77,6 @@ public:
   const devtap::device& device() const noexcept { return *box_->source; }
 
 private:
-  static T load_raw(const std::byte* bytes) noexcept {
-    T value;  // no zero-fill: every byte is copied in
-    std::memcpy(static_cast<void*>(&value), bytes, sizeof(T));
-    return value;
-  }
   detail::mailbox<T>* box_;
 };
 

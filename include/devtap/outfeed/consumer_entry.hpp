@@ -6,7 +6,6 @@
 #include <devtap/outfeed/fingerprint.hpp>
 
 #include <concepts>
-#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,11 +32,9 @@ enum class delivery { delivered, mismatch, failed_before, returned_before };
 /** A whole value from a record's payload; nullopt when the payload does not match T. */
 template <class T>
 std::optional<T> decode_value(const std::byte* payload, std::size_t size) {
-  if constexpr (is_raw_v<T> && std::is_trivially_default_constructible_v<T>) {
+  if constexpr (copied_on_resume_v<T>) {
     if (size != sizeof(T)) return std::nullopt;
-    T value;  // left uninitialised: every byte is copied in (no zero-fill per record)
-    std::memcpy(static_cast<void*>(&value), payload, sizeof(T));
-    return value;
+    return load_raw<T>(payload);
   } else {
     std::optional<T> value(std::in_place);
     if (!decode(payload, size, *value)) return std::nullopt;
