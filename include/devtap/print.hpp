@@ -381,11 +381,6 @@ struct print_record<0> {
   DEVTAP_HOST_DEVICE print_record() : head{} {}
 };
 
-template <class T>
-DEVTAP_HOST_DEVICE inline void print_store(std::byte* at, const T& v) {
-  memcpy(static_cast<void*>(at), static_cast<const void*>(&v), sizeof(T));
-}
-
 // One fixed-size argument into the block at its offset.
 template <std::size_t Offset, class T>
 DEVTAP_HOST_DEVICE inline void print_put(std::byte* block, const T& v) {
@@ -401,13 +396,13 @@ DEVTAP_HOST_DEVICE inline void print_put(std::byte* block, const T& v) {
   } else if constexpr (std::is_same_v<E, bool>) {
     *at = static_cast<std::byte>(v ? 1 : 0);
   } else if constexpr (std::is_null_pointer_v<E>) {
-    print_store(at, std::uint64_t{0});
+    copy_bytes(at, std::uint64_t{0});
   } else if constexpr (std::is_pointer_v<E>) {
-    print_store(at, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(v)));
+    copy_bytes(at, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(v)));
   } else if constexpr (std::is_enum_v<E>) {
-    print_store(at, static_cast<std::underlying_type_t<E>>(v));
+    copy_bytes(at, static_cast<std::underlying_type_t<E>>(v));
   } else {
-    print_store(at, v);
+    copy_bytes(at, v);
   }
 }
 
@@ -420,7 +415,7 @@ DEVTAP_HOST_DEVICE inline void print_put_all(std::byte* block, std::index_sequen
 template <class Sig, std::size_t K>
 DEVTAP_HOST_DEVICE inline void print_put_word(std::byte* body) {
   constexpr std::uint64_t word = Sig::def_words.w[K];
-  print_store(body + 8 * K, word);
+  copy_bytes(body + 8 * K, word);
 }
 
 template <class Sig, std::size_t... K>
@@ -463,7 +458,7 @@ template <class T>
 DEVTAP_HOST_DEVICE inline std::size_t print_span_bytes(const T& v) {
   using A = print_arg<std::remove_cv_t<T>>;
   if constexpr (A::form == print_form::span) {
-    return 8 + print_align8(v.size() * sizeof(typename A::element));
+    return 8 + align8(v.size() * sizeof(typename A::element));
   } else {
     (void)v;
     return 0;

@@ -244,9 +244,9 @@ private:
       const std::uint64_t count = print_load_u64(r.spans + pos);
       const std::size_t size = print_kind_size(desc_kind(d));
       const std::size_t room = r.span_bytes - pos - 8;
-      if (count > room / size || print_align8(static_cast<std::size_t>(count) * size) > room) return false;
+      if (count > room / size || align8(static_cast<std::size_t>(count) * size) > room) return false;
       span_data_.push_back({desc_kind(d), r.spans + pos + 8, static_cast<std::size_t>(count)});
-      pos += 8 + print_align8(static_cast<std::size_t>(count) * size);
+      pos += 8 + align8(static_cast<std::size_t>(count) * size);
     }
     if (pos != r.span_bytes) return false;
     for (std::size_t a = 0; a < nargs; ++a) {

@@ -22,6 +22,8 @@
  * in the process-wide registry before its record is committed, so the reader always knows it.
  * A CUDA device sends it with the first record of each format per device and printer. */
 #include <devtap/config.hpp>
+#include <devtap/outfeed/codec.hpp>
+#include <devtap/outfeed/ring.hpp>
 #include <devtap/print/check.hpp>
 
 #include <cstddef>
@@ -58,12 +60,10 @@ static_assert(sizeof(print_head) == 32);
 /** Bytes of the head after the count word (what the host's view starts with). */
 inline constexpr std::size_t print_head_rest = sizeof(print_head) - 8;
 
-DEVTAP_HOST_DEVICE constexpr std::size_t print_align8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
-DEVTAP_HOST_DEVICE constexpr std::size_t print_align_to(std::size_t n, std::size_t a) { return (n + (a - 1)) & ~(a - 1); }
 
 /** Bytes of a definition block for a text of `text_bytes` and `nargs` arguments. */
 DEVTAP_HOST_DEVICE constexpr std::size_t print_def_bytes(std::size_t text_bytes, std::size_t nargs) {
-  return print_align8(8 + 4 * nargs + text_bytes);
+  return align8(8 + 4 * nargs + text_bytes);
 }
 
 /** Where each fixed-size argument goes (offsets[a]; spans get their ordinal), and the totals. */
@@ -89,11 +89,11 @@ DEVTAP_HOST_DEVICE constexpr print_layout print_compute_layout(const std::uint32
       ++l.span_count;
       continue;
     }
-    pos = print_align_to(pos, size);
+    pos = align_up(pos, size);
     if (offsets != nullptr) offsets[a] = pos;
     pos += size * (desc_form(d) == print_form::array ? desc_extent(d) : 1);
   }
-  l.arg_bytes = print_align8(pos);
+  l.arg_bytes = align8(pos);
   return l;
 }
 
