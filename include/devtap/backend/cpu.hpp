@@ -10,7 +10,6 @@
 #include <devtap/outfeed/tap.hpp>
 #include <devtap/outfeed/tap_point.hpp>
 
-#include <charconv>
 #include <concepts>
 #include <cstdint>
 #include <cstdlib>
@@ -76,12 +75,10 @@ decltype(auto) invoke_cpu_work(F& fn, cpu_context& ctx) {
 /** Parses `DEVTAP_CPU_DEVICES`: null or empty → 1; otherwise an integer in [1, 1024] or backend_error. */
 inline int cpu_device_count_from(const char* text) {
   if (text == nullptr || *text == '\0') return 1;
-  const std::string_view v(text);
   int n = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > max_cpu_devices)
+  if (!parse_non_negative(text, n) || n < 1 || n > max_cpu_devices)
     throw backend_error(detail::format_message(
-        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", v,
+        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", text,
         max_cpu_devices));
   return n;
 }

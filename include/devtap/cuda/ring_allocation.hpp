@@ -129,9 +129,6 @@ public:
     return std::atomic_ref<std::uint64_t>(*readback_).load(std::memory_order_acquire);
   }
 
-  /** The GPU this ring belongs to. */
-  int device() const noexcept { return device_; }
-
 private:
   void release() noexcept {
     int previous = -1;

@@ -22,14 +22,14 @@
 DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
-/** Types the consumer copies straight out of the ring when it resumes: one copy per record. */
+/** Plain values: the consumer copies them straight out of the ring when it resumes, once. */
 template <class T>
-inline constexpr bool copied_on_resume_v = is_raw_v<T> && std::is_trivially_default_constructible_v<T>;
+inline constexpr bool copied_on_resume_v = is_raw_v<T> && std::is_default_constructible_v<T>;
 
-/** A copied_on_resume_v value straight from its bytes, with no zero-fill first. */
+/** A copied_on_resume_v value straight from its bytes (no zero-fill first). */
 template <class T>
 T load_raw(const std::byte* bytes) noexcept {
-  T value;  // every byte is copied in
+  T value;  // default-initialised: the copy overwrites every byte
   std::memcpy(static_cast<void*>(&value), bytes, sizeof(T));
   return value;
 }
@@ -37,8 +37,8 @@ T load_raw(const std::byte* bytes) noexcept {
 /** The hand-over slot between the receiver thread and one consumer coroutine. */
 template <class T>
 struct mailbox {
-  std::optional<T> value;          // decoded value (not copied_on_resume_v); empty: end of the stream
-  const std::byte* raw = nullptr;  // copied_on_resume_v: the payload in the ring; null: end of the stream
+  // copied_on_resume_v: the payload in the ring; otherwise the decoded value. Empty: end of the stream.
+  std::conditional_t<copied_on_resume_v<T>, const std::byte*, std::optional<T>> value{};
   const device* source = nullptr;
   bool pending = false;
 };
@@ -62,8 +62,8 @@ public:
       box->pending = false;
       if constexpr (detail::copied_on_resume_v<T>) {
         // The record's bytes stay in the ring until this coroutine suspends again.
-        if (box->raw == nullptr) return std::nullopt;
-        return detail::load_raw<T>(box->raw);  // this form compiles to one copy into the result
+        if (box->value == nullptr) return std::nullopt;
+        return detail::load_raw<T>(box->value);  // this form compiles to one copy into the result
       } else {
         return std::move(box->value);
       }

@@ -44,15 +44,13 @@ std::optional<T> decode_value(const std::byte* payload, std::size_t size) {
 
 /** One attached consumer. `deliver` and `finish` for a device are called from that device's thread only. */
 struct consumer_entry {
-  consumer_entry(std::uint32_t id_, std::uint64_t fingerprint_, std::string name_)
-      : id(id_), fingerprint(fingerprint_), name(std::move(name_)) {}
+  consumer_entry(std::uint64_t fingerprint_, std::string name_) : fingerprint(fingerprint_), name(std::move(name_)) {}
   virtual ~consumer_entry() = default;
   /** Decodes and hands over one record; throws what the consumer threw. */
   virtual delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) = 0;
   /** The device's stream ended. */
   virtual void finish(std::size_t lane, const device& dev) = 0;
 
-  const std::uint32_t id;
   const std::uint64_t fingerprint;
   const std::string name;
 };
@@ -68,8 +66,8 @@ concept value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, co
 template <class T, class Fn>
 class coroutine_entry final : public consumer_entry {
 public:
-  coroutine_entry(std::uint32_t id_, std::string name_, Fn factory, std::size_t lanes, std::size_t devices)
-      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), factory_(std::move(factory)),
+  coroutine_entry(std::string name_, Fn factory, std::size_t lanes, std::size_t devices)
+      : consumer_entry(type_fingerprint_v<T>, std::move(name_)), factory_(std::move(factory)),
         shared_(lanes == 1 && devices > 1), devices_left_(devices) {
     for (std::size_t i = 0; i < lanes; ++i) {
       auto l = std::make_unique<lane_state>();
@@ -86,10 +84,10 @@ public:
     if (l.co.done()) return delivery::returned_before;
     if constexpr (copied_on_resume_v<T>) {
       if (size != sizeof(T)) return delivery::mismatch;
-      l.box.raw = payload;  // the coroutine copies it out as it resumes (see inbox::next)
-    } else {
-      l.box.value = decode_value<T>(payload, size);
-      if (!l.box.value) return delivery::mismatch;
+      l.box.value = payload;  // the coroutine copies it out as it resumes (see inbox::next)
+    } else if (!decode(payload, size, l.box.value.emplace())) {
+      l.box.value.reset();
+      return delivery::mismatch;
     }
     l.box.source = &dev;
     l.box.pending = true;
@@ -105,8 +103,7 @@ public:
     }
     lane_state& l = *lanes_[shared_ ? 0 : lane];
     if (l.failed || l.co.done()) return;
-    l.box.value.reset();
-    l.box.raw = nullptr;
+    l.box.value = {};
     l.box.source = &dev;
     l.box.pending = true;
     resume(l);
@@ -138,9 +135,9 @@ private:
 template <class T, class Fn>
 class callable_entry final : public consumer_entry {
 public:
-  callable_entry(std::uint32_t id_, std::string name_, Fn fn, bool shared, std::size_t devices)
-      : consumer_entry(id_, type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)), shared_(shared),
-        failed_(devices, 0) {}
+  callable_entry(std::string name_, Fn fn, bool shared, std::size_t devices)
+      : consumer_entry(type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)),
+        shared_(shared && devices > 1), failed_(devices, 0) {}
 
   delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);

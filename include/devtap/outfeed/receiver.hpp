@@ -21,6 +21,7 @@
 #include <bit>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -318,17 +319,21 @@ inline void drain(std::stop_token stop, receiver_core& core, channel& ch) {
     // Idle: spin (with pause) for ~20 µs so a trickle of records is picked up at once, then yield,
     // then sleep; the spin costs CPU only while records keep coming.
     if (idle++ == 0) idle_since = std::chrono::steady_clock::now();
-    if (idle % 32 != 0 || std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(20)) {
+    if (idle % 32 != 0) {  // the clock is read on every 32nd empty poll only
       cpu_relax();
       continue;
     }
-    if (std::chrono::steady_clock::now() - idle_since < std::chrono::microseconds(200)) {
+    const auto waited = std::chrono::steady_clock::now() - idle_since;
+    if (waited < std::chrono::microseconds(20)) {
+      cpu_relax();
+      continue;
+    }
+    if (waited < std::chrono::microseconds(200)) {
       std::this_thread::yield();
       continue;
     }
     if (!can_sleep) {  // CUDA producers cannot wake us: poll, at most every 250 µs
-      const bool recent = std::chrono::steady_clock::now() - idle_since < std::chrono::milliseconds(2);
-      std::this_thread::sleep_for(std::chrono::microseconds(recent ? 20 : 250));
+      std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::milliseconds(2) ? 20 : 250));
       continue;
     }
     // Sleep on the doorbell. Set the flag, then look at the tail: a claim this misses is ordered
@@ -360,12 +365,6 @@ inline std::string sticky_error_text(const channel& ch) {
   if (code & sticky_ring_full)
     text += std::string(text.empty() ? "" : "; ") + "taps on the device found its ring full (overflow_policy::error)";
   return text;
-}
-
-inline std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
 }
 
 }  // namespace detail
@@ -473,7 +472,7 @@ public:
       if (behind.empty()) return;
       if (std::chrono::steady_clock::now() > deadline)
         throw timeout_error("devtap: receiver '" + core_->name + "': flush() timed out; devices behind: " +
-                                detail::join_names(behind),
+                                detail::join(behind, std::identity{}),
                             behind);
       std::this_thread::sleep_for(pause);
     }
@@ -542,7 +541,7 @@ public:
     if (!stuck.empty())
       throw timeout_error("devtap: receiver '" + core.name + "': close() timed out after " +
                               std::to_string(core.options.close_timeout.count()) +
-                              " ms; devices that did not finish: " + detail::join_names(stuck) +
+                              " ms; devices that did not finish: " + detail::join(stuck, std::identity{}) +
                               (errors.empty() ? "" : "; also:" + errors),
                           stuck);
     if (!failures.empty())
@@ -591,10 +590,10 @@ private:
     if (name.empty()) name = "consumer#" + std::to_string(id);
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
-      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(id, std::move(name), std::move(fn), one_instance ? 1 : devices,
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::move(name), std::move(fn), one_instance ? 1 : devices,
                                                                  devices);
     else
-      entry = std::make_shared<detail::callable_entry<T, Fn>>(id, std::move(name), std::move(fn), one_instance, devices);
+      entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
     core_->entries.push_back(std::move(entry));
     core_->table_version.fetch_add(1, std::memory_order_release);
     return tap_point<T>{id, type_fingerprint_v<T>};

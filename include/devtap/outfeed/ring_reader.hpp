@@ -82,7 +82,6 @@ public:
   std::uint64_t position() const noexcept { return head_; }
   /** Offset of the read position in the ring (for error reports). */
   std::uint64_t offset() const noexcept { return head_ & (ring_.capacity - 1); }
-  const ring_view& ring() const noexcept { return ring_; }
 
   /** Wakes every producer blocked for space (after a publish, or when the reader goes away). */
   static void wake_producers(const ring_view& ring) noexcept {
