@@ -583,13 +583,8 @@ DEVTAP_HOST_DEVICE void print(const printer& out, const Args&... args) {
 
 // ---- host -------------------------------------------------------------------------------------
 
-inline printer::printer(const cpu_context& ctx, const print_point& point) : point_(point) {
-  const detail::outfeed_port* port = ctx.device().attached_port();
-  if (port == nullptr)
-    throw outfeed_error("devtap: print on device '" + ctx.device().name() +
-                        "' with no receiver attached (create a devtap::receiver for it first); nothing was written");
-  out_ = port->out;
-}
+inline printer::printer(const cpu_context& ctx, const print_point& point)
+    : out_(detail::attached_outfeed(ctx.device(), "print")), point_(point) {}
 
 namespace detail {
 using print_attach_fn = print_channel (*)(receiver&, print_options);

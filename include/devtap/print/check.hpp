@@ -7,6 +7,7 @@
  * (tests/print/check.cpp compares it with {fmt} spec by spec); it never rejects what {fmt} formats.
  * The same function validates, at run time on the host, the formats that CUDA devices define. */
 #include <devtap/config.hpp>
+#include <devtap/outfeed/fingerprint.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -380,18 +381,13 @@ DEVTAP_HOST_DEVICE constexpr const char* print_check_text(print_check c) {
 /** FNV-1a 64 of the format's text and its argument descriptors: a format's id on every compiler. */
 DEVTAP_HOST_DEVICE constexpr std::uint64_t print_format_id(const char* s, std::size_t n, const std::uint32_t* descs,
                                                            std::size_t nargs) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  };
-  mix('p');  // a version byte: changing the wire format changes every id
-  mix(1);
-  for (std::size_t i = 0; i < n; ++i) mix(static_cast<unsigned char>(s[i]));
-  mix(0);
+  fnv1a64 f;
+  f.byte('p').byte(1);  // a version: changing the wire format changes every id
+  for (std::size_t i = 0; i < n; ++i) f.byte(static_cast<unsigned char>(s[i]));
+  f.byte(0);
   for (std::size_t a = 0; a < nargs; ++a)
-    for (int b = 0; b < 4; ++b) mix(static_cast<unsigned char>(descs[a] >> (8 * b)));
-  return h == 0 ? 1 : h;  // 0 is never an id
+    for (int b = 0; b < 4; ++b) f.byte(static_cast<unsigned char>(descs[a] >> (8 * b)));
+  return f.h == 0 ? 1 : f.h;  // 0 is never an id
 }
 
 }  // namespace detail
