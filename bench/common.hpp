@@ -98,6 +98,12 @@ private:
   std::vector<std::uint64_t> prefix_;
 };
 
+/** Record `i` of the pool as a fixed-size record (the pool is 8-byte aligned). */
+template <std::size_t S>
+const record<S>& record_at(const source& src, std::uint64_t i) {
+  return *reinterpret_cast<const record<S>*>(src.at(i));
+}
+
 /** One timed run: `records` went from producers to the consumer in `seconds`; `sum` is what it read. */
 struct sample {
   double seconds = 0;

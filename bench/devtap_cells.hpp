@@ -73,7 +73,7 @@ public:
     if constexpr (std::is_same_v<payload, std::span<const std::byte>>)
       return payload(src.at(i), S);
     else
-      return *reinterpret_cast<const record<S>*>(src.at(i));
+      return record_at<S>(src, i);
   }
 
   /** producers == 1: the work runs on the cpu device (ctx.tap); more: host threads tap through rx.outfeed(dev). */

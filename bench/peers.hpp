@@ -18,11 +18,6 @@
 
 namespace bench {
 
-template <std::size_t S>
-const record<S>& record_at(const source& src, std::uint64_t i) {
-  return *reinterpret_cast<const record<S>*>(src.at(i));  // the pool is 8-byte aligned
-}
-
 /** Runs `produce(p, first, last)` on `producers` threads and `consume()` on one, released together.
  *  `consume` returns {checksum, end time}. */
 template <class Produce, class Consume>
