@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -110,3 +111,20 @@ inline int run(int argc, char** argv, bool needs_gpu) {
     if (cuda_ok_status_ != cudaSuccess)                                                                \
       throw std::runtime_error(std::string(#call ": ") + cudaGetErrorString(cuda_ok_status_));          \
   } while (0)
+
+/** Device memory that frees itself, also when a check throws. */
+struct cuda_free {
+  void operator()(void* p) const noexcept { cudaFree(p); }
+};
+template <class T>
+using device_array = std::unique_ptr<T[], cuda_free>;
+
+/** A copy of `host` in device memory. */
+template <class T>
+device_array<T> to_device(const std::vector<T>& host) {
+  T* raw = nullptr;
+  CUDA_OK(cudaMalloc(&raw, host.size() * sizeof(T)));
+  device_array<T> out(raw);
+  CUDA_OK(cudaMemcpy(raw, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return out;
+}

@@ -43,6 +43,16 @@ __host__ __device__ inline std::uint64_t seq_check(std::uint32_t thread, std::ui
 }
 __host__ __device__ inline std::uint32_t table_value(std::uint32_t k) { return static_cast<std::uint32_t>(mix(k)); }
 __host__ __device__ inline std::uint8_t byte_value(std::uint32_t k) { return static_cast<std::uint8_t>(k * 7 + 1); }
+std::vector<std::uint32_t> table_values(std::uint32_t n) {
+  std::vector<std::uint32_t> v(n);
+  for (std::uint32_t k = 0; k < n; ++k) v[k] = table_value(k);
+  return v;
+}
+std::vector<std::uint8_t> byte_values(std::uint32_t n) {
+  std::vector<std::uint8_t> v(n);
+  for (std::uint32_t k = 0; k < n; ++k) v[k] = byte_value(k);
+  return v;
+}
 
 struct span_rec {
   std::uint32_t gid;
@@ -179,16 +189,8 @@ HARNESS_CASE(order) {
 
 HARNESS_CASE(spans) {
   constexpr int blocks = 32, threads = 128, per_thread = 20;
-  std::vector<std::uint32_t> table(1024 + 128);
-  for (std::uint32_t k = 0; k < table.size(); ++k) table[k] = table_value(k);
-  std::vector<std::uint8_t> bytes(256);
-  for (std::uint32_t k = 0; k < bytes.size(); ++k) bytes[k] = byte_value(k);
-  std::uint32_t* dtable = nullptr;
-  std::uint8_t* dbytes = nullptr;
-  CUDA_OK(cudaMalloc(&dtable, table.size() * 4));
-  CUDA_OK(cudaMalloc(&dbytes, bytes.size()));
-  CUDA_OK(cudaMemcpy(dtable, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dbytes, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  const auto table = to_device(table_values(1024 + 128));
+  const auto bytes = to_device(byte_values(256));
 
   devtap::receiver rx(on_gpu(8u << 20));
   std::uint64_t spans = 0, bad_spans = 0, byte_spans = 0, bad_bytes = 0, tuples = 0, bad_tuples = 0;
@@ -214,7 +216,7 @@ HARNESS_CASE(spans) {
     if (gid >= per_gid.size() || half != 0.5 * per_gid[gid]) ++bad_tuples;
     else ++per_gid[gid];
   });
-  spans_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pt, dtable, dbytes, per_thread);
+  spans_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pt, table.get(), bytes.get(), per_thread);
   CUDA_OK(cudaGetLastError());
   rx.close();
   const std::uint64_t expected = std::uint64_t{blocks} * threads * per_thread;
@@ -225,8 +227,6 @@ HARNESS_CASE(spans) {
   CHECK_EQ(tuples, expected);
   CHECK_EQ(bad_tuples, 0u);
   CHECK_EQ(rx.stats().total().type_mismatches, 0u);
-  cudaFree(dtable);
-  cudaFree(dbytes);
 }
 
 HARNESS_CASE(backpressure) {
@@ -254,16 +254,13 @@ HARNESS_CASE(backpressure) {
 HARNESS_CASE(oversized) {
   // capacity 1024: records up to 512 bytes (496 payload). A 600-float span is refused at the tap,
   // reported by close(), and the rest still arrives; the kernel does not hang.
-  std::vector<float> host(1000, 1.5f);
-  float* data = nullptr;
-  CUDA_OK(cudaMalloc(&data, host.size() * sizeof(float)));
-  CUDA_OK(cudaMemcpy(data, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  const auto data = to_device(std::vector<float>(1000, 1.5f));
   devtap::receiver rx(on_gpu(1024));
   order_checker seen(64);
   auto p = rx.attach<seq_rec>(std::ref(seen));
   std::uint64_t spans = 0;
   auto pf = rx.attach<std::span<const float>>([&](std::span<const float>) { ++spans; });
-  oversized_kernel<<<1, 64>>>(rx.outfeed(gpu()), p, pf, data);
+  oversized_kernel<<<1, 64>>>(rx.outfeed(gpu()), p, pf, data.get());
   CUDA_OK(cudaGetLastError());
   std::string message;
   try {
@@ -277,7 +274,6 @@ HARNESS_CASE(oversized) {
   CHECK_EQ(seen.records, 64u);
   CHECK_EQ(seen.corrupt, 0u);
   CHECK_EQ(spans, 0u);
-  cudaFree(data);
 }
 
 HARNESS_CASE(close_flush) {
@@ -392,16 +388,8 @@ HARNESS_CASE(error_policy) { lossy(devtap::overflow_policy::error); }
 
 HARNESS_CASE(warp_taps) {
   constexpr int blocks = 16, threads = 128;
-  std::vector<std::uint32_t> table(1024 + 3000);
-  for (std::uint32_t k = 0; k < table.size(); ++k) table[k] = table_value(k);
-  std::vector<std::uint8_t> bytes(4096);
-  for (std::uint32_t k = 0; k < bytes.size(); ++k) bytes[k] = byte_value(k);
-  std::uint32_t* dtable = nullptr;
-  std::uint8_t* dbytes = nullptr;
-  CUDA_OK(cudaMalloc(&dtable, table.size() * 4));
-  CUDA_OK(cudaMalloc(&dbytes, bytes.size()));
-  CUDA_OK(cudaMemcpy(dtable, table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dbytes, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  const auto table = to_device(table_values(1024 + 3000));
+  const auto bytes = to_device(byte_values(4096));
 
   devtap::receiver rx(on_gpu(1u << 20));
   constexpr unsigned warps = blocks * threads / 32;
@@ -426,15 +414,13 @@ HARNESS_CASE(warp_taps) {
     if (ok) ++unaligned;
     else ++bad;
   });
-  warp_tap_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pu, dtable, dbytes);
+  warp_tap_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ps, pb, pu, table.get(), bytes.get());
   CUDA_OK(cudaGetLastError());
   rx.close();
   CHECK_EQ(bad, 0u);
   CHECK(std::all_of(span_seen.begin(), span_seen.end(), [](int n) { return n == 1; }));
   CHECK(std::all_of(big_seen.begin(), big_seen.end(), [](int n) { return n == 1; }));
   CHECK_EQ(unaligned, std::uint64_t{warps});
-  cudaFree(dtable);
-  cudaFree(dbytes);
 }
 
 HARNESS_CASE(tap_after_close) {
