@@ -32,12 +32,6 @@ namespace detail {
 
 inline constexpr std::string_view cuda_platform = "cuda";
 
-/** "what failed: <cudaGetErrorString> (<cudaGetErrorName>, code N)". */
-inline std::string cuda_error_text(std::string_view what, cudaError_t status) {
-  return detail::format_message("{}: {} ({}, code {})", what, cudaGetErrorString(status), cudaGetErrorName(status),
-                                static_cast<int>(status));
-}
-
 /** Throws backend_error for a failed runtime call. */
 inline void cuda_check(cudaError_t status, std::string_view what) {
   if (status != cudaSuccess) throw backend_error(cuda_error_text(what, status));

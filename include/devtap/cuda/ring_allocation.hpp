@@ -34,11 +34,15 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
+/** "what failed: <cudaGetErrorString> (<cudaGetErrorName>, code N)". */
+inline std::string cuda_error_text(std::string_view what, cudaError_t status) {
+  return format_message("{}: {} ({}, code {})", what, cudaGetErrorString(status), cudaGetErrorName(status),
+                        static_cast<int>(status));
+}
+
 /** Throws backend_error "<device>: <what>: <CUDA error text> (<name>, code N)" for a failed call. */
 inline void cuda_ring_check(cudaError_t status, std::string_view device_name, std::string_view what) {
-  if (status != cudaSuccess)
-    throw backend_error(format_message("{}: {}: {} ({}, code {})", device_name, what, cudaGetErrorString(status),
-                                       cudaGetErrorName(status), static_cast<int>(status)));
+  if (status != cudaSuccess) throw backend_error(cuda_error_text(format_message("{}: {}", device_name, what), status));
 }
 
 /** Makes `device` current for a scope and restores the caller's device after. */

@@ -92,26 +92,6 @@ DEVTAP_HOST_DEVICE claim_status claim_for_policy(const ring_view& ring, std::uin
   }
 }
 
-/** Adds records a producer did not write to the ring's drop counters (host memory). */
-DEVTAP_HD_TEMPLATE
-template <class Atomics>
-DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t records, std::uint64_t bytes) {
-  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(records, Atomics::relaxed);
-  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, Atomics::relaxed);
-}
-
-/** ORs a sticky_* code into the ring's error word; a nonzero `detail_value` is kept if it is the first. */
-DEVTAP_HD_TEMPLATE
-template <class Atomics>
-DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, std::uint32_t detail_value) {
-  if (detail_value != 0) {
-    std::uint32_t expected = 0;
-    typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_detail)
-        .compare_exchange_strong(expected, detail_value, Atomics::relaxed, Atomics::relaxed);
-  }
-  typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
-}
-
 /** Accounts for `records` records (`bytes` ring bytes) a failed claim did not write. */
 DEVTAP_HD_TEMPLATE
 template <class Atomics>
@@ -154,19 +134,13 @@ DEVTAP_HOST_DEVICE inline void strided_copy(std::byte* dst, const std::byte* src
   }
 }
 
-/** `std::span<const U>` itself (encoded as: u64 count, elements, zero padding to 8). */
-template <class T>
-struct is_plain_span : std::false_type {};
-template <class U>
-struct is_plain_span<std::span<const U>> : std::true_type {};
-
 /** Writes the record of `value` at the claimed `pos` and publishes it (payload, then header). */
 DEVTAP_HD_TEMPLATE
 template <class Atomics, class T>
 DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
                                      std::uint64_t payload) {
   std::byte* dst = ring.payload_at(pos);
-  if constexpr (is_plain_span<std::remove_cv_t<T>>::value) {  // the codec's layout, 8 bytes at a time
+  if constexpr (is_std_span<std::remove_cv_t<T>>::value) {  // the codec's layout, 8 bytes at a time
     *reinterpret_cast<std::uint64_t*>(dst) = value.size();
     strided_copy(dst + 8, reinterpret_cast<const std::byte*>(value.data()), value.size() * sizeof(typename T::element_type),
                  0, 1);

@@ -125,8 +125,7 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   if (!try_claim<host_atomics>(ring, bytes, pos)) {
     switch (out.policy()) {
       case overflow_policy::drop:
-        std::atomic_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(1, std::memory_order_relaxed);
-        std::atomic_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, std::memory_order_relaxed);
+        count_dropped<host_atomics>(ring, 1, bytes);
         return;
       case overflow_policy::error:
         throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +

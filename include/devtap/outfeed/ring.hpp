@@ -178,5 +178,25 @@ DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uin
       .store(static_cast<std::uint32_t>(bytes) | discard_flag, Atomics::release);
 }
 
+/** Adds records a producer did not write to the ring's drop counters (host memory). */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t records, std::uint64_t bytes) {
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(records, Atomics::relaxed);
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, Atomics::relaxed);
+}
+
+/** ORs a sticky_* code into the ring's error word; a nonzero `detail_value` is kept if it is the first. */
+DEVTAP_HD_TEMPLATE
+template <class Atomics>
+DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, std::uint32_t detail_value) {
+  if (detail_value != 0) {
+    std::uint32_t expected = 0;
+    typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_detail)
+        .compare_exchange_strong(expected, detail_value, Atomics::relaxed, Atomics::relaxed);
+  }
+  typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
+}
+
 }  // namespace detail
 DEVTAP_END_NAMESPACE
