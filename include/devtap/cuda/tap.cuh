@@ -285,7 +285,7 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
   std::byte* dst = ring.payload_at(pos);
   if constexpr (is_raw_v<T>) {
     strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, lanes);
-  } else if constexpr (is_plain_span<std::remove_cv_t<T>>::value) {
+  } else if constexpr (is_std_span<std::remove_cv_t<T>>::value) {
     using E = typename T::element_type;
     const auto count = shfl_u64(mask, value.size(), leader);
     const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
