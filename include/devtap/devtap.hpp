@@ -8,5 +8,5 @@
 #include <devtap/config.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed.hpp>
+#include <devtap/receiver.hpp>
 #include <devtap/print.hpp>

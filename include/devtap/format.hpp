@@ -7,8 +7,8 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed/outfeed.hpp>
-#include <devtap/outfeed/receiver.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/receiver/receiver.hpp>
 
 #include <fmt/format.h>
 

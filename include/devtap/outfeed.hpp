@@ -1,9 +1,3 @@
 #pragma once
-/** The outfeed: tap points, producer handles, consumer coroutines, the receiver. */
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/consumer.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
-#include <devtap/outfeed/outfeed.hpp>
-#include <devtap/outfeed/receiver.hpp>
-#include <devtap/outfeed/tap.hpp>
-#include <devtap/outfeed/tap_point.hpp>
+/** The former name of <devtap/receiver.hpp>, kept so existing includes keep compiling. */
+#include <devtap/receiver.hpp>

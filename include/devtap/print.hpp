@@ -30,10 +30,9 @@
 #include <devtap/backend/cpu.hpp>
 #include <devtap/config.hpp>
 #include <devtap/errors.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
-#include <devtap/outfeed/outfeed.hpp>
-#include <devtap/outfeed/tap.hpp>
-#include <devtap/outfeed/tap_point.hpp>
+#include <devtap/tap/fingerprint.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/tap/tap_point.hpp>
 #include <devtap/print/check.hpp>
 #include <devtap/print/wire.hpp>
 
@@ -55,7 +54,7 @@
 #include <vector>
 
 // Host-only API below is declared in nvcc's device pass too: it parses a .cu file's host code.
-#include <devtap/outfeed/receiver.hpp>
+#include <devtap/receiver/receiver.hpp>
 
 #include <stdexcept>
 
@@ -584,7 +583,7 @@ DEVTAP_HOST_DEVICE void print(const printer& out, const Args&... args) {
 // ---- host -------------------------------------------------------------------------------------
 
 inline printer::printer(const cpu_context& ctx, const print_point& point)
-    : out_(detail::attached_outfeed(ctx.device(), "print")), point_(point) {}
+    : out_(ctx.device().attached_outfeed("print")), point_(point) {}
 
 namespace detail {
 using print_attach_fn = print_channel (*)(receiver&, print_options);

@@ -3,7 +3,7 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/backend/registry.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed/ring_memory.hpp>
+#include <devtap/ring/memory.hpp>
 
 #include <algorithm>
 #include <atomic>

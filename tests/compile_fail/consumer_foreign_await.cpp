@@ -1,6 +1,6 @@
 // A consumer coroutine may co_await only in.next(): anything else would resume it away from the
 // receiver's thread, after its record was freed.
-#include <devtap/outfeed/consumer.hpp>
+#include <devtap/receiver/consumer.hpp>
 
 devtap::consumer<int> sum(devtap::inbox<int> in) {
 #if defined(DEVTAP_CONTROL)

@@ -3,10 +3,10 @@
 //    tests/outfeed/fingerprint.cpp pins for g++ and clang, and encode() compiles in device code;
 //  - run time (only with a GPU, else exit 77 = skip): fingerprints computed by device code and
 //    records encoded by device code decode on the host.
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/tap/fingerprint.hpp>
 
-#include "outfeed/fingerprint_cases.hpp"
+#include "tap/fingerprint_cases.hpp"
 
 #include <cuda_runtime.h>
 

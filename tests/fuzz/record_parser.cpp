@@ -2,9 +2,9 @@
 // classifies, decodes and releases records without reading outside it, and never loops forever.
 // Built with clang -fsanitize=fuzzer when -Dfuzz=true; otherwise fuzz_main.cpp drives it with
 // random inputs as an ordinary test.
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/ring_memory.hpp>
-#include <devtap/outfeed/ring_reader.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/ring/memory.hpp>
+#include <devtap/ring/read.hpp>
 
 #include <cstring>
 #include <span>

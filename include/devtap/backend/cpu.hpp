@@ -6,9 +6,9 @@
 #include <devtap/config.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed/ring_memory.hpp>
-#include <devtap/outfeed/tap.hpp>
-#include <devtap/outfeed/tap_point.hpp>
+#include <devtap/ring/memory.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/tap/tap_point.hpp>
 
 #include <concepts>
 #include <cstdint>
@@ -136,7 +136,7 @@ private:
 
 template <class T>
 void cpu_context::tap(const tap_point<T>& point, const T& value) const {
-  detail::host_tap<T>(*device_, point, value);
+  device_->attached_outfeed("tap").tap(point, value);
 }
 
 /** The cpu backend's client: owns its devices; destroying it drains and joins their threads. */

@@ -1,6 +1,8 @@
 #pragma once
 /** `device` and `client`: what every backend provides, whatever it runs on. */
 #include <devtap/config.hpp>
+#include <devtap/errors.hpp>
+#include <devtap/fwd.hpp>
 #include <devtap/log.hpp>
 
 #include <atomic>
@@ -16,7 +18,6 @@ DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
 struct ring_allocation;
-struct outfeed_port;
 }  // namespace detail
 
 /** One device of a backend. Owned by its `client`; references stay valid for the program's life. */
@@ -44,17 +45,24 @@ public:
   /** True when host threads may tap into this device's ring (false for CUDA: its ring tail lives on the GPU). */
   virtual bool host_can_tap() const noexcept { return true; }
 
-  /** The receiver port attached to this device, or null. */
-  detail::outfeed_port* attached_port() const noexcept { return port_.load(std::memory_order_acquire); }
-  /** Attaches `port`; false if another receiver already is. */
-  bool try_attach(detail::outfeed_port* port) noexcept {
-    detail::outfeed_port* expected = nullptr;
-    return port_.compare_exchange_strong(expected, port, std::memory_order_acq_rel);
+  /** The outfeed of the receiver attached to this device; throws outfeed_error (naming `what`,
+   *  e.g. "tap") when there is none. Host taps (cpu_context::tap, print) start here. */
+  const outfeed& attached_outfeed(const char* what) const {
+    const outfeed* out = attached_.load(std::memory_order_acquire);
+    if (out == nullptr)
+      throw outfeed_error(std::string("devtap: ") + what + " on device '" + name() +
+                          "' with no receiver attached (create a devtap::receiver for it first); nothing was written");
+    return *out;
   }
-  /** Detaches `port` if it is the attached one. */
-  void detach(detail::outfeed_port* port) noexcept {
-    detail::outfeed_port* expected = port;
-    port_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
+  /** Attaches a receiver's `out` (it owns it); false if another receiver already is attached. */
+  bool try_attach(const outfeed* out) noexcept {
+    const outfeed* expected = nullptr;
+    return attached_.compare_exchange_strong(expected, out, std::memory_order_acq_rel);
+  }
+  /** Detaches `out` if it is the attached one. */
+  void detach(const outfeed* out) noexcept {
+    const outfeed* expected = out;
+    attached_.compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
   }
 
 protected:
@@ -77,7 +85,7 @@ private:
   std::string_view platform_;
   std::string name_;
   int process_index_;
-  std::atomic<detail::outfeed_port*> port_{nullptr};
+  std::atomic<const outfeed*> attached_{nullptr};  // the attached receiver's handle
 };
 
 /** A backend's live instance: its platform and devices. */

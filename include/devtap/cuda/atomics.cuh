@@ -1,5 +1,5 @@
 #pragma once
-/** `cuda_atomics`: the ring protocol's atomics policy (devtap/outfeed/ring.hpp) for CUDA producers.
+/** `cuda_atomics`: the ring protocol's atomics policy (devtap/ring/layout.hpp) for CUDA producers.
  *
  * Where each word lives decides the scope (docs/cuda.md, "Memory placement"):
  *  - `producer_ref` — the reservation words (`ring_producer_side::tail`, `head_cache`) live in

@@ -15,8 +15,8 @@
 #include <devtap/config.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed/ring.hpp>
-#include <devtap/outfeed/ring_memory.hpp>
+#include <devtap/ring/layout.hpp>
+#include <devtap/ring/memory.hpp>
 
 #include <cuda_runtime_api.h>
 

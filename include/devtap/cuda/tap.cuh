@@ -7,7 +7,7 @@
  *   }
  *
  * `outfeed::tap` in device code calls `detail::device_tap` below. It writes one record of the
- * ring protocol (devtap/outfeed/ring.hpp) through the `cuda_atomics` policy: the claim is a CAS on
+ * ring protocol (devtap/ring/layout.hpp) through the `cuda_atomics` policy: the claim is a CAS on
  * the tail in device memory, the payload is written with plain stores into pinned host memory,
  * and the header is published by one system-scope release store. The lanes of a warp that tap at
  * the same time into the same ring share one claim (one CAS for the warp, offsets by prefix sum)
@@ -24,10 +24,10 @@
  * Spans and tuples in device code need nvcc's `--expt-relaxed-constexpr` (see codec.hpp). */
 #include <devtap/config.hpp>
 #include <devtap/cuda/atomics.cuh>
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/outfeed.hpp>
-#include <devtap/outfeed/ring.hpp>
-#include <devtap/outfeed/tap_point.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/ring/layout.hpp>
+#include <devtap/tap/tap_point.hpp>
 
 #include <chrono>
 #include <cstddef>

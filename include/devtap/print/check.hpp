@@ -7,7 +7,7 @@
  * (tests/print/check.cpp compares it with {fmt} spec by spec); it never rejects what {fmt} formats.
  * The same function validates, at run time on the host, the formats that CUDA devices define. */
 #include <devtap/config.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
+#include <devtap/tap/fingerprint.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -22,8 +22,8 @@
  * in the process-wide registry before its record is committed, so the reader always knows it.
  * A CUDA device sends it with the first record of each format per device and printer. */
 #include <devtap/config.hpp>
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/ring.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/ring/layout.hpp>
 #include <devtap/print/check.hpp>
 
 #include <cstddef>

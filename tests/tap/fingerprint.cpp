@@ -1,4 +1,4 @@
-#include <devtap/outfeed/fingerprint.hpp>
+#include <devtap/tap/fingerprint.hpp>
 
 #include "fingerprint_cases.hpp"
 

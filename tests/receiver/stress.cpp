@@ -2,7 +2,7 @@
 // duplicated, per-producer order kept. DEVTAP_STRESS_RECORDS sets the records per producer
 // (default 10^4 per producer in the normal suite; the `stress` suite runs 10^6).
 #include <devtap/backend/cpu.hpp>
-#include <devtap/outfeed/receiver.hpp>
+#include <devtap/receiver/receiver.hpp>
 
 #include <catch2/catch.hpp>
 

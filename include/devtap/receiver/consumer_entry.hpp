@@ -1,9 +1,9 @@
 #pragma once
 /** How the receiver holds attached consumers without knowing their types (internal). */
 #include <devtap/backend/device.hpp>
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/consumer.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/receiver/consumer.hpp>
+#include <devtap/tap/fingerprint.hpp>
 
 #include <concepts>
 #include <cstddef>

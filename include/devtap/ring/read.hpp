@@ -1,6 +1,6 @@
 #pragma once
 /** The host side of the ring protocol (see ring.hpp): inspect, consume in place, release. */
-#include <devtap/outfeed/ring.hpp>
+#include <devtap/ring/layout.hpp>
 
 #include <atomic>
 #include <cstring>

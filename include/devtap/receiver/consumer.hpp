@@ -9,7 +9,7 @@
  * its next `co_await in.next()`. The record's bytes are released only then, which is why a span
  * inside a received value stays valid until the next `co_await`. */
 #include <devtap/backend/device.hpp>
-#include <devtap/outfeed/codec.hpp>
+#include <devtap/tap/codec.hpp>
 
 #include <coroutine>
 #include <cstddef>

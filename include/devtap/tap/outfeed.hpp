@@ -4,16 +4,16 @@
  * The handle is trivially copyable: a cpu device's work reaches it through `cpu_context::tap`,
  * other host threads through `receiver::outfeed(dev)`, and a CUDA kernel receives it as an argument. */
 #include <devtap/config.hpp>
-#include <devtap/outfeed/codec.hpp>
-#include <devtap/outfeed/ring.hpp>
-#include <devtap/outfeed/tap_point.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/ring/layout.hpp>
+#include <devtap/tap/tap_point.hpp>
 
 #include <cstdint>
 
 // Host-only code below is visible to nvcc's device pass too (it parses, never compiles, host
 // functions): host code elsewhere (receiver.hpp) names it in both passes.
 #include <devtap/errors.hpp>
-#include <devtap/outfeed/ring_reader.hpp>
+#include <devtap/ring/read.hpp>
 #include <string>
 #include <thread>
 
@@ -155,7 +155,3 @@ DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) 
 }
 
 DEVTAP_END_NAMESPACE
-
-#if defined(__CUDACC__)
-#  include <devtap/cuda/tap.cuh>
-#endif

@@ -1,6 +1,6 @@
 #pragma once
 /** Where a ring's words live. A device allocates its ring through `device::allocate_ring`. */
-#include <devtap/outfeed/ring.hpp>
+#include <devtap/ring/layout.hpp>
 
 #include <atomic>
 #include <cstdlib>

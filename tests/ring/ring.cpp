@@ -1,7 +1,7 @@
 // The ring protocol alone (no receiver): claim/commit/abort, padding at the wrap, positions by
 // difference, zeroed free space, and many producers against one reader.
-#include <devtap/outfeed/ring_memory.hpp>
-#include <devtap/outfeed/ring_reader.hpp>
+#include <devtap/ring/memory.hpp>
+#include <devtap/ring/read.hpp>
 
 #include <catch2/catch.hpp>
 

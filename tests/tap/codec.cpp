@@ -1,4 +1,4 @@
-#include <devtap/outfeed/codec.hpp>
+#include <devtap/tap/codec.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -8,13 +8,12 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
-#include <devtap/outfeed/consumer.hpp>
-#include <devtap/outfeed/consumer_entry.hpp>
-#include <devtap/outfeed/fingerprint.hpp>
-#include <devtap/outfeed/outfeed.hpp>
-#include <devtap/outfeed/ring_memory.hpp>
-#include <devtap/outfeed/ring_reader.hpp>
-#include <devtap/outfeed/tap.hpp>
+#include <devtap/receiver/consumer.hpp>
+#include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/tap/fingerprint.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/ring/memory.hpp>
+#include <devtap/ring/read.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -100,9 +99,9 @@ struct channel {
   std::size_t lane = 0;
   std::string device_name;
   std::unique_ptr<ring_allocation> ring;
-  // Producers read `port` on every tap; the reader writes the counters on every record: apart,
+  // Producers read `out` on every tap; the reader writes the counters on every record: apart,
   // or each record costs a cache-line transfer (measured: 2x at 16 B).
-  alignas(64) outfeed_port port;
+  alignas(64) devtap::outfeed out;
   alignas(64) std::atomic<std::uint64_t> records{0}, bytes{0}, unknown_ids{0}, mismatches{0}, consumer_errors{0},
       ignored{0};
   std::atomic<std::uint64_t> consumed{0};  // reader position after released records: flush() waits on it
@@ -398,14 +397,14 @@ public:
       ch->lane = i;
       ch->device_name = devs[i]->name();
       ch->ring = devs[i]->allocate_ring(capacity);
-      ch->port.out = devtap::outfeed(ch->ring->producer, core_->options.overflow, ch->device_name.c_str(),
+      ch->out = devtap::outfeed(ch->ring->producer, core_->options.overflow, ch->device_name.c_str(),
                                      ch->ring->host_can_produce);
       core_->channels.push_back(std::move(ch));
     }
     for (std::size_t i = 0; i < core_->channels.size(); ++i) {
       detail::channel& ch = *core_->channels[i];
-      if (!ch.dev->try_attach(&ch.port)) {
-        for (std::size_t j = 0; j < i; ++j) core_->channels[j]->dev->detach(&core_->channels[j]->port);
+      if (!ch.dev->try_attach(&ch.out)) {
+        for (std::size_t j = 0; j < i; ++j) core_->channels[j]->dev->detach(&core_->channels[j]->out);
         throw outfeed_error("devtap: device '" + ch.device_name +
                             "' already has a receiver attached (at most one receiver per device at once)");
       }
@@ -446,7 +445,7 @@ public:
   }
 
   /** The producer handle of `dev` (host threads tap through it; CUDA kernels take it as an argument). */
-  devtap::outfeed outfeed(const device& dev) const { return channel_of(dev).port.out; }
+  devtap::outfeed outfeed(const device& dev) const { return channel_of(dev).out; }
 
   /** The devices this receiver drains, in lane order. */
   std::vector<device*> devices() const {
@@ -489,7 +488,7 @@ public:
       if (c->ring->host_can_produce)
         c->dev->after_pending_work([keep = core_, c] {
           detail::write_end_marker(*c);
-          c->dev->detach(&c->port);  // on the device's own executor: later work there sees no receiver
+          c->dev->detach(&c->out);  // on the device's own executor: later work there sees no receiver
         });
       else
         c->dev->after_pending_work([keep = core_, c] {
@@ -515,7 +514,7 @@ public:
         ch->thread.request_stop();
         detail::close_ring(ch->ring->host, 2);
       }
-      ch->dev->detach(&ch->port);
+      ch->dev->detach(&ch->out);
     }
     for (auto& ch : core.channels) {
       if (!ch->thread.joinable()) continue;

@@ -1,6 +1,6 @@
 // The receiver on cpu devices: order, consumers of every kind, flush/close, every error path.
 #include <devtap/backend/cpu.hpp>
-#include <devtap/outfeed/receiver.hpp>
+#include <devtap/receiver/receiver.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // Pinned fingerprints, shared by tests/outfeed/fingerprint.cpp (g++, clang) and
 // tests/cuda/fingerprint_nvcc.cu (nvcc's device pass): the same literals must hold everywhere.
 // A change here is a wire-format change: bump detail::fingerprint_version, never just re-pin.
-#include <devtap/outfeed/fingerprint.hpp>
+#include <devtap/tap/fingerprint.hpp>
 
 #include <array>
 #include <complex>

@@ -1,0 +1,12 @@
+#pragma once
+/** The receiver side and what producers hold: tap points, outfeed handles, consumer coroutines,
+ *  the receiver. In a `.cu` file it also brings the device-side tap. */
+#include <devtap/receiver/consumer.hpp>
+#include <devtap/receiver/receiver.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/tap/fingerprint.hpp>
+#include <devtap/tap/outfeed.hpp>
+#include <devtap/tap/tap_point.hpp>
+#if defined(__CUDACC__)
+#  include <devtap/cuda/tap.cuh>
+#endif
