@@ -6,7 +6,7 @@
 #include "common.hpp"
 
 #include <devtap/backend/cpu.hpp>
-#include <devtap/outfeed/receiver.hpp>
+#include <devtap/receiver/receiver.hpp>
 
 #include <future>
 #include <span>
