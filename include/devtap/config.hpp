@@ -11,6 +11,10 @@
 
 #if defined(__CUDACC__)
 #  define DEVTAP_HOST_DEVICE __host__ __device__
+// Before a host/device template that may be instantiated with host-only arguments (a host functor,
+// host_atomics): nvcc must not flag the device pass of such an instantiation.
+#  define DEVTAP_NO_EXEC_CHECK _Pragma("nv_exec_check_disable")
 #else
 #  define DEVTAP_HOST_DEVICE
+#  define DEVTAP_NO_EXEC_CHECK
 #endif

@@ -70,7 +70,7 @@ struct producer_wait {
  *  head (device memory) and reads the host's head only every few attempts once the sleep reached
  *  its cap; it gives up once the ring is closed (the receiver ended the stream or went away).
  *  Host- and device-callable, so the CPU-run tests drive it through `cuda_atomics` too. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE claim_status claim_for_policy(const ring_view& ring, std::uint64_t bytes, overflow_policy policy,
                                                  std::uint64_t& pos) {
@@ -93,7 +93,7 @@ DEVTAP_HOST_DEVICE claim_status claim_for_policy(const ring_view& ring, std::uin
 }
 
 /** Accounts for `records` records (`bytes` ring bytes) a failed claim did not write. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void account_unwritten(const ring_view& ring, claim_status status, std::uint64_t records,
                                           std::uint64_t bytes) {
@@ -135,7 +135,7 @@ DEVTAP_HOST_DEVICE inline void strided_copy(std::byte* dst, const std::byte* src
 }
 
 /** Writes the record of `value` at the claimed `pos` and publishes it (payload, then header). */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics, class T>
 DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
                                      std::uint64_t payload) {

@@ -20,13 +20,6 @@
 #include <type_traits>
 #include <utility>
 
-// Host/device helpers that forward to a caller's functor: the host-only decoder instantiates them
-// with host functors, which nvcc must not flag.
-#if defined(__CUDACC__)
-#  define DEVTAP_DETAIL_NO_EXEC_CHECK _Pragma("nv_exec_check_disable")
-#else
-#  define DEVTAP_DETAIL_NO_EXEC_CHECK
-#endif
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
@@ -454,7 +447,7 @@ template <class T>
 using field_types_t = decltype(field_types_of<field_count_v<T>>(std::declval<T&>()));
 
 // Calls f(field0, field1, ...) with lvalues of all of t's fields (t may be const).
-DEVTAP_DETAIL_NO_EXEC_CHECK
+DEVTAP_NO_EXEC_CHECK
 template <std::size_t N, class T, class F>
 DEVTAP_HOST_DEVICE constexpr void with_fields_n(T& t, F&& f) {
   if constexpr (N == 0) {
@@ -591,7 +584,7 @@ DEVTAP_HOST_DEVICE constexpr void with_fields_n(T& t, F&& f) {
   }
 }
 
-DEVTAP_DETAIL_NO_EXEC_CHECK
+DEVTAP_NO_EXEC_CHECK
 template <class T, class F>
 DEVTAP_HOST_DEVICE constexpr void with_fields(T& t, F&& f) {
   static_assert(reflectable_v<T>, "devtap: T's fields cannot be reflected");

@@ -94,12 +94,6 @@ struct host_atomics {
   static constexpr bool wakes_reader = true;  // the host reader may sleep on the doorbell
 };
 
-#if defined(__CUDACC__)
-#  define DEVTAP_HD_TEMPLATE _Pragma("nv_exec_check_disable")
-#else
-#  define DEVTAP_HD_TEMPLATE
-#endif
-
 /** Padding a claim of `bytes` at tail `t` needs first: the rest of the ring when it does not fit before the end. */
 DEVTAP_HOST_DEVICE constexpr std::uint64_t claim_padding(std::uint64_t capacity, std::uint64_t t, std::uint64_t bytes) {
   const std::uint64_t offset = t & (capacity - 1);
@@ -107,7 +101,7 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t claim_padding(std::uint64_t capacity,
 }
 
 /** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos) {
   typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
@@ -139,7 +133,7 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
  *  consumer's head. A blocked CUDA producer polls this word (device memory) between its rare reads
  *  of the real head (host memory, a PCIe round trip each): a head another producer refreshed frees
  *  every waiter. Only a hint: try_claim decides. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool fits_cached(const ring_view& ring, std::uint64_t bytes) {
   const std::uint64_t t = typename Atomics::template producer_ref<std::uint64_t>(ring.producer->tail).load(Atomics::relaxed);
@@ -149,7 +143,7 @@ DEVTAP_HOST_DEVICE bool fits_cached(const ring_view& ring, std::uint64_t bytes) 
 }
 
 /** Publishes the record claimed at `pos`, whose payload is already written. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::uint32_t consumer_id,
                                std::uint64_t fingerprint, std::uint32_t payload_bytes) {
@@ -171,7 +165,7 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
 }
 
 /** Gives back a claim: the reader skips it. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uint64_t bytes) {
   typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(pos)->length)
@@ -179,7 +173,7 @@ DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uin
 }
 
 /** Adds records a producer did not write to the ring's drop counters (host memory). */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t records, std::uint64_t bytes) {
   typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(records, Atomics::relaxed);
@@ -187,7 +181,7 @@ DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t recor
 }
 
 /** ORs a sticky_* code into the ring's error word; a nonzero `detail_value` is kept if it is the first. */
-DEVTAP_HD_TEMPLATE
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, std::uint32_t detail_value) {
   if (detail_value != 0) {

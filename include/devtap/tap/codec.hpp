@@ -147,21 +147,21 @@ DEVTAP_HOST_DEVICE inline void zero_bytes(std::byte* dst, std::size_t n) {
 template <class F>
 struct each_field {
   F& f;
-  DEVTAP_DETAIL_NO_EXEC_CHECK
+  DEVTAP_NO_EXEC_CHECK
   template <class... P>
   DEVTAP_HOST_DEVICE constexpr void operator()(P&... parts) const {
     (f(parts), ...);
   }
 };
 
-DEVTAP_DETAIL_NO_EXEC_CHECK
+DEVTAP_NO_EXEC_CHECK
 template <class T, class F, std::size_t... I>
 DEVTAP_HOST_DEVICE constexpr void for_each_tuple_part(T& v, F& f, std::index_sequence<I...>) {
   (f(std::get<I>(v)), ...);
 }
 
 // Calls f(part) for each part of a composite (span-holding or tuple-like) value, in order.
-DEVTAP_DETAIL_NO_EXEC_CHECK
+DEVTAP_NO_EXEC_CHECK
 template <class T, class F>
 DEVTAP_HOST_DEVICE constexpr void for_each_part(T& v, F& f) {
   using U = std::remove_cv_t<T>;
