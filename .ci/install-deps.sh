@@ -9,6 +9,7 @@ packages=(
   cmake                              # consumption test of the installed CMake package (CI)
   catch2 libfmt-dev                  # tests, formatting
   clang-16 libclang-rt-16-dev        # second compiler and its sanitizer runtimes (CI)
+  llvm-16                            # /usr/bin/llvm-symbolizer-16: clang-16's sanitizers need it (CI)
   libboost-dev libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox   # benchmarks
 )
 
