@@ -4,7 +4,7 @@
 //    every overflow policy (the kernels below are instantiated, launched only by outfeed_gpu.cu);
 //  - the ring protocol driven through the `cuda_atomics` policy by host threads: libcu++ runs the
 //    same atomics on the host, so the claim/commit/abort code the kernels run, the policy logic
-//    (claim_for_policy, account_unwritten, set_sticky) and the record writer (write_record,
+//    (claim, account_unwritten, set_sticky) and the record writer (write_record,
 //    strided_copy) are exercised here against the host reader, including a warp-shaped claim;
 //  - the cuda backend: without a GPU its creation fails cleanly and a receiver runs on cpu only;
 //    with one, its ring allocation is laid out as docs/cuda.md says.
@@ -81,7 +81,7 @@ template <class T>
 void put(const d::ring_view& ring, std::uint32_t id, const T& v) {
   const std::uint64_t payload = d::encoded_size(v);
   std::uint64_t pos = 0;
-  if (d::claim_for_policy<cuda_atomics>(ring, d::record_bytes(payload), devtap::overflow_policy::drop, pos) !=
+  if (d::claim<cuda_atomics, d::device_wait>(ring, d::record_bytes(payload), devtap::overflow_policy::drop, pos) !=
       d::claim_status::claimed)
     throw std::runtime_error("ring unexpectedly full");
   d::write_record<cuda_atomics>(ring, pos, devtap::tap_point<T>{id, devtap::type_fingerprint_v<T>}, v, payload);
@@ -153,7 +153,7 @@ HARNESS_CASE(warp_shaped_claim) {
       total += sizes[lane];
     }
     std::uint64_t pos = 0;
-    CHECK(d::claim_for_policy<cuda_atomics>(mem.producer, total, devtap::overflow_policy::error, pos) ==
+    CHECK(d::claim<cuda_atomics, d::device_wait>(mem.producer, total, devtap::overflow_policy::error, pos) ==
           d::claim_status::claimed);
     const devtap::tap_point<std::span<const std::uint32_t>> point{9, devtap::type_fingerprint_v<std::span<const std::uint32_t>>};
     for (int lane = 7; lane >= 1; --lane) {  // the last lanes commit first
@@ -179,16 +179,16 @@ HARNESS_CASE(policies_on_a_full_ring) {
   d::host_ring_allocation mem(256);
   const d::ring_view& ring = mem.producer;
   std::uint64_t pos = 0;
-  CHECK(d::claim_for_policy<cuda_atomics>(ring, 128, devtap::overflow_policy::block, pos) == d::claim_status::claimed);
-  CHECK(d::claim_for_policy<cuda_atomics>(ring, 128, devtap::overflow_policy::block, pos) == d::claim_status::claimed);
+  CHECK(d::claim<cuda_atomics, d::device_wait>(ring, 128, devtap::overflow_policy::block, pos) == d::claim_status::claimed);
+  CHECK(d::claim<cuda_atomics, d::device_wait>(ring, 128, devtap::overflow_policy::block, pos) == d::claim_status::claimed);
   // Full now (nothing read).
-  auto st = d::claim_for_policy<cuda_atomics>(ring, 32, devtap::overflow_policy::drop, pos);
+  auto st = d::claim<cuda_atomics, d::device_wait>(ring, 32, devtap::overflow_policy::drop, pos);
   CHECK(st == d::claim_status::dropped);
   d::account_unwritten<cuda_atomics>(ring, st, 3, 96);
   CHECK_EQ(mem.host.consumer->dropped_records, 3u);
   CHECK_EQ(mem.host.consumer->dropped_bytes, 96u);
   CHECK_EQ(mem.host.consumer->sticky_error, 0u);
-  st = d::claim_for_policy<cuda_atomics>(ring, 32, devtap::overflow_policy::error, pos);
+  st = d::claim<cuda_atomics, d::device_wait>(ring, 32, devtap::overflow_policy::error, pos);
   CHECK(st == d::claim_status::full);
   d::account_unwritten<cuda_atomics>(ring, st, 1, 32);
   CHECK_EQ(mem.host.consumer->sticky_error, d::sticky_ring_full);
@@ -200,7 +200,7 @@ HARNESS_CASE(policies_on_a_full_ring) {
   CHECK_EQ(d::refused_size_detail(std::uint64_t{1} << 40), 0xffffffffu);
   // `block` on a closed ring gives up instead of waiting forever.
   std::atomic_ref<std::uint32_t>(mem.host.consumer->closed).store(1);
-  st = d::claim_for_policy<cuda_atomics>(ring, 32, devtap::overflow_policy::block, pos);
+  st = d::claim<cuda_atomics, d::device_wait>(ring, 32, devtap::overflow_policy::block, pos);
   CHECK(st == d::claim_status::closed);
   CHECK(!d::fits_cached<cuda_atomics>(ring, 32));
 }
@@ -215,7 +215,7 @@ HARNESS_CASE(blocked_producers_resume) {
       for (std::uint32_t i = 0; i < per_producer; ++i) {
         const producer_rec r{p, i, {p * 1000003ull + i, ~std::uint64_t{i}}};
         std::uint64_t pos = 0;
-        if (d::claim_for_policy<cuda_atomics>(mem.producer, d::record_bytes(sizeof r), devtap::overflow_policy::block,
+        if (d::claim<cuda_atomics, d::device_wait>(mem.producer, d::record_bytes(sizeof r), devtap::overflow_policy::block,
                                               pos) != d::claim_status::claimed)
           return;
         d::write_record<cuda_atomics>(mem.producer, pos, devtap::tap_point<producer_rec>{1, 0}, r, sizeof r);

@@ -4,6 +4,7 @@
 // random inputs as an ordinary test.
 #include <devtap/tap/codec.hpp>
 #include <devtap/ring/memory.hpp>
+#include <devtap/ring/produce.hpp>
 #include <devtap/ring/read.hpp>
 
 #include <cstring>

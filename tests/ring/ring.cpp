@@ -1,6 +1,7 @@
 // The ring protocol alone (no receiver): claim/commit/abort, padding at the wrap, positions by
 // difference, zeroed free space, and many producers against one reader.
 #include <devtap/ring/memory.hpp>
+#include <devtap/ring/produce.hpp>
 #include <devtap/ring/read.hpp>
 
 #include <catch2/catch.hpp>

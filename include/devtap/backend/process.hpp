@@ -1,6 +1,7 @@
 #pragma once
 /** This process's index and count among the processes of a launcher (MPI, PMI, Slurm). */
 #include <devtap/config.hpp>
+#include <devtap/detail/text.hpp>
 
 #include <charconv>
 #include <cstdlib>
@@ -15,16 +16,6 @@ struct process_info {
 };
 
 namespace detail {
-
-inline bool parse_non_negative(const char* text, int& out) noexcept {
-  if (text == nullptr || *text == '\0') return false;
-  const std::string_view v(text);
-  int value = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-  if (ec != std::errc{} || end != v.data() + v.size() || value < 0) return false;
-  out = value;
-  return true;
-}
 
 /** Reads the launcher variables through `getenv` (a `const char*(const char*)` callable), so tests
  * can feed their own. The first launcher whose rank variable is a valid number wins. */

@@ -3,6 +3,7 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/backend/policy.hpp>
 #include <devtap/config.hpp>
+#include <devtap/detail/text.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
 
@@ -75,22 +76,6 @@ consteval bool names_unique(const std::array<backend_entry, N>& entries) {
     for (std::size_t j = i + 1; j < N; ++j)
       if (entries[i].name == entries[j].name) return false;
   return true;
-}
-
-inline std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-template <class Range, class Proj>
-std::string join(const Range& items, Proj proj, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out.append(sep);
-    out.append(proj(item));
-  }
-  return out;
 }
 
 }  // namespace detail

@@ -27,7 +27,7 @@ struct cuda_atomics {
   static constexpr ::cuda::std::memory_order release = ::cuda::std::memory_order_release;
   static constexpr ::cuda::std::memory_order acq_rel = ::cuda::std::memory_order_acq_rel;
   static constexpr ::cuda::std::memory_order seq_cst = ::cuda::std::memory_order_seq_cst;
-  static constexpr bool wakes_reader = false;  // the receiver polls a CUDA ring (receiver.hpp, drain)
+  static constexpr bool wakes_reader = false;  // the receiver polls a CUDA ring (receiver/reader.hpp)
 };
 
 }  // namespace detail

@@ -7,7 +7,7 @@
  *   }
  *
  * `outfeed::tap` in device code calls `detail::device_tap` below. It writes one record of the
- * ring protocol (devtap/ring/layout.hpp) through the `cuda_atomics` policy: the claim is a CAS on
+ * ring protocol (devtap/ring/produce.hpp) through the `cuda_atomics` policy: the claim is a CAS on
  * the tail in device memory, the payload is written with plain stores into pinned host memory,
  * and the header is published by one system-scope release store. The lanes of a warp that tap at
  * the same time into the same ring share one claim (one CAS for the warp, offsets by prefix sum)
@@ -24,83 +24,19 @@
  * Spans and tuples in device code need nvcc's `--expt-relaxed-constexpr` (see codec.hpp). */
 #include <devtap/config.hpp>
 #include <devtap/cuda/atomics.cuh>
+#include <devtap/ring/layout.hpp>
+#include <devtap/ring/produce.hpp>
 #include <devtap/tap/codec.hpp>
 #include <devtap/tap/outfeed.hpp>
-#include <devtap/ring/layout.hpp>
 #include <devtap/tap/tap_point.hpp>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <thread>
 #include <type_traits>
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
-
-/** What a claim under an overflow policy came to. */
-enum class claim_status : std::uint32_t {
-  claimed = 0,  ///< `pos` holds the claimed position
-  dropped = 1,  ///< `drop` policy, ring full: not written
-  full = 2,     ///< `error` policy, ring full: not written, sticky_ring_full
-  closed = 3,   ///< `block` policy, and the ring closed while waiting: not written
-};
-
-/** Backoff of a blocked producer: `__nanosleep` on the GPU; a short sleep on the host (tests). */
-DEVTAP_HOST_DEVICE inline void producer_backoff(unsigned ns) {
-#if defined(__CUDA_ARCH__)
-#  if __CUDA_ARCH__ >= 700
-  __nanosleep(ns);
-#  endif
-#else
-  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
-#endif
-}
-
-/** How a blocked producer paces itself (docs/cuda.md, "Back-pressure"). */
-struct producer_wait {
-  static constexpr unsigned first_sleep_ns = 64;   ///< doubled per attempt ...
-  static constexpr unsigned max_sleep_ns = 4096;   ///< ... up to this
-  static constexpr unsigned head_read_every = 4;   ///< at the cap: read the host's head every 4th attempt
-  static constexpr unsigned closed_read_every = 16;  ///< and `closed` every 16th
-};
-
-/** Claims `bytes` under `policy`. `block` waits for space: between attempts it polls the cached
- *  head (device memory) and reads the host's head only every few attempts once the sleep reached
- *  its cap; it gives up once the ring is closed (the receiver ended the stream or went away).
- *  Host- and device-callable, so the CPU-run tests drive it through `cuda_atomics` too. */
-DEVTAP_NO_EXEC_CHECK
-template <class Atomics>
-DEVTAP_HOST_DEVICE claim_status claim_for_policy(const ring_view& ring, std::uint64_t bytes, overflow_policy policy,
-                                                 std::uint64_t& pos) {
-  if (try_claim<Atomics>(ring, bytes, pos)) return claim_status::claimed;
-  if (policy == overflow_policy::drop) return claim_status::dropped;
-  if (policy == overflow_policy::error) return claim_status::full;
-  typename Atomics::template shared_ref<std::uint32_t> closed(ring.consumer->closed);
-  unsigned sleep_ns = producer_wait::first_sleep_ns;
-  for (unsigned attempt = 1;; ++attempt) {
-    if (attempt % producer_wait::closed_read_every == 0 && closed.load(Atomics::acquire) != 0)
-      return claim_status::closed;
-    producer_backoff(sleep_ns);
-    const bool at_cap = sleep_ns >= producer_wait::max_sleep_ns;
-    if (!at_cap) sleep_ns *= 2;
-    // try_claim reads the host's head when the cached one shows no room: do that only when due.
-    if ((!at_cap || attempt % producer_wait::head_read_every == 0 || fits_cached<Atomics>(ring, bytes)) &&
-        try_claim<Atomics>(ring, bytes, pos))
-      return claim_status::claimed;
-  }
-}
-
-/** Accounts for `records` records (`bytes` ring bytes) a failed claim did not write. */
-DEVTAP_NO_EXEC_CHECK
-template <class Atomics>
-DEVTAP_HOST_DEVICE void account_unwritten(const ring_view& ring, claim_status status, std::uint64_t records,
-                                          std::uint64_t bytes) {
-  if (status == claim_status::claimed) return;
-  if (status == claim_status::full) set_sticky<Atomics>(ring, sticky_ring_full, 0);
-  count_dropped<Atomics>(ring, records, bytes);
-}
 
 /** The value sticky_detail holds for a refused record: its payload size, saturated to 32 bits. */
 DEVTAP_HOST_DEVICE constexpr std::uint32_t refused_size_detail(std::uint64_t payload) {
@@ -227,7 +163,7 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
     std::uint64_t pos = 0;
     auto status = claim_status::claimed;
     if (lane == leader) {
-      status = claim_for_policy<cuda_atomics>(ring, total, policy, pos);
+      status = claim<cuda_atomics, device_wait>(ring, total, policy, pos);
       account_unwritten<cuda_atomics>(ring, status, lanes, total);
     }
     status = static_cast<claim_status>(__shfl_sync(mask, static_cast<unsigned>(status), static_cast<int>(leader)));
@@ -236,7 +172,7 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
     write_record<cuda_atomics>(ring, pos + prefix, point, value, payload);
   } else {
     std::uint64_t pos = 0;
-    const claim_status status = claim_for_policy<cuda_atomics>(ring, bytes, policy, pos);
+    const claim_status status = claim<cuda_atomics, device_wait>(ring, bytes, policy, pos);
     if (status != claim_status::claimed) {
       account_unwritten<cuda_atomics>(ring, status, 1, bytes);
       return;
@@ -276,7 +212,7 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
   std::uint64_t pos = 0;
   auto status = claim_status::claimed;
   if (lane == leader) {
-    status = claim_for_policy<cuda_atomics>(ring, bytes, out.policy(), pos);
+    status = claim<cuda_atomics, device_wait>(ring, bytes, out.policy(), pos);
     account_unwritten<cuda_atomics>(ring, status, 1, bytes);
   }
   status = static_cast<claim_status>(__shfl_sync(mask, static_cast<unsigned>(status), static_cast<int>(leader)));

@@ -80,28 +80,35 @@ private:
   detail::mailbox<T>* box_;
 };
 
-/** The return type of a consumer coroutine. Created suspended; the receiver starts it. */
+namespace detail {
+template <class T, class Fn>
+class coroutine_entry;
+
+/** The promise of a consumer coroutine: it keeps what the coroutine threw for the receiver. */
+template <class T>
+struct consumer_promise {
+  std::exception_ptr error;
+  consumer<T> get_return_object() noexcept;
+  std::suspend_always initial_suspend() noexcept { return {}; }
+  std::suspend_always final_suspend() noexcept { return {}; }
+  void return_void() noexcept {}
+  void unhandled_exception() noexcept { error = std::current_exception(); }
+  // Only the receiver resumes a consumer, when a record arrives; anything else it awaited would
+  // resume it on another thread, concurrently with the receiver, after the record was freed.
+  template <class A>
+  A&& await_transform(A&& awaitable) noexcept {
+    static_assert(std::is_same_v<std::remove_cvref_t<A>, typename inbox<T>::next_awaiter>,
+                  "devtap: a consumer coroutine may co_await only `in.next()` of its own inbox");
+    return std::forward<A>(awaitable);
+  }
+};
+}  // namespace detail
+
+/** The return type of a consumer coroutine. Created suspended; the receiver starts and resumes it. */
 template <class T>
 class consumer {
 public:
-  struct promise_type {
-    std::exception_ptr error;
-    consumer get_return_object() noexcept {
-      return consumer(std::coroutine_handle<promise_type>::from_promise(*this));
-    }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { error = std::current_exception(); }
-    /** Only the receiver resumes a consumer, when a record arrives; anything else it awaited would
-     *  resume it on another thread, concurrently with the receiver, after the record was freed. */
-    template <class A>
-    A&& await_transform(A&& awaitable) noexcept {
-      static_assert(std::is_same_v<std::remove_cvref_t<A>, typename inbox<T>::next_awaiter>,
-                    "devtap: a consumer coroutine may co_await only `in.next()` of its own inbox");
-      return std::forward<A>(awaitable);
-    }
-  };
+  using promise_type = detail::consumer_promise<T>;
 
   consumer() = default;
   consumer(consumer&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
@@ -117,20 +124,28 @@ public:
   /** True once the coroutine has returned or thrown. */
   bool done() const noexcept { return !handle_ || handle_.done(); }
 
-  /** Runs the coroutine until it waits for its next value; rethrows what it threw. */
+private:
+  friend struct detail::consumer_promise<T>;
+  template <class, class>
+  friend class detail::coroutine_entry;
+
+  explicit consumer(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
+  // Runs the coroutine until it waits for its next value; rethrows what it threw. The receiver's only.
   void resume() {
     if (done()) return;
     handle_.resume();
     if (handle_.done() && handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
   }
-
-private:
-  explicit consumer(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
   void reset() noexcept {
     if (handle_) handle_.destroy();
     handle_ = {};
   }
   std::coroutine_handle<promise_type> handle_{};
 };
+
+template <class T>
+consumer<T> detail::consumer_promise<T>::get_return_object() noexcept {
+  return consumer<T>(std::coroutine_handle<consumer_promise>::from_promise(*this));
+}
 
 DEVTAP_END_NAMESPACE

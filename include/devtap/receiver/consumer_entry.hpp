@@ -47,9 +47,9 @@ struct consumer_entry {
   consumer_entry(std::uint64_t fingerprint_, std::string name_) : fingerprint(fingerprint_), name(std::move(name_)) {}
   virtual ~consumer_entry() = default;
   /** Decodes and hands over one record; throws what the consumer threw. */
-  virtual delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) = 0;
+  virtual delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) = 0;
   /** The device's stream ended. */
-  virtual void finish(std::size_t lane, const device& dev) = 0;
+  virtual void finish(std::size_t device_index, const device& dev) = 0;
 
   const std::uint64_t fingerprint;
   const std::string name;
@@ -61,25 +61,25 @@ concept coroutine_factory = std::invocable<Fn&, inbox<T>> && std::same_as<std::i
 template <class T, class Fn>
 concept value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, const T&, const device&>;
 
-/** A coroutine per lane (per device), or a single lane shared by all devices. It keeps the factory
+/** A coroutine per device, or a single instance shared by all devices. It keeps the factory
  *  alive: a capturing lambda that is itself the coroutine refers to its captures through it. */
 template <class T, class Fn>
 class coroutine_entry final : public consumer_entry {
 public:
-  coroutine_entry(std::string name_, Fn factory, std::size_t lanes, std::size_t devices)
+  coroutine_entry(std::string name_, Fn factory, std::size_t instances, std::size_t devices)
       : consumer_entry(type_fingerprint_v<T>, std::move(name_)), factory_(std::move(factory)),
-        shared_(lanes == 1 && devices > 1), devices_left_(devices) {
-    for (std::size_t i = 0; i < lanes; ++i) {
-      auto l = std::make_unique<lane_state>();
+        shared_(instances == 1 && devices > 1), devices_left_(devices) {
+    for (std::size_t i = 0; i < instances; ++i) {
+      auto l = std::make_unique<instance>();
       l->co = factory_(inbox<T>(&l->box));
-      lanes_.push_back(std::move(l));
+      instances_.push_back(std::move(l));
     }
   }
 
-  delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) override {
+  delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
-    lane_state& l = *lanes_[shared_ ? 0 : lane];
+    instance& l = *instances_[shared_ ? 0 : device_index];
     if (l.failed) return delivery::failed_before;
     if (l.co.done()) return delivery::returned_before;
     if constexpr (copied_on_resume_v<T>) {
@@ -95,13 +95,13 @@ public:
     return delivery::delivered;
   }
 
-  void finish(std::size_t lane, const device& dev) override {
+  void finish(std::size_t device_index, const device& dev) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) {
       lock.lock();
       if (--devices_left_ != 0) return;  // a shared consumer ends with the last stream
     }
-    lane_state& l = *lanes_[shared_ ? 0 : lane];
+    instance& l = *instances_[shared_ ? 0 : device_index];
     if (l.failed || l.co.done()) return;
     l.box.value = {};
     l.box.source = &dev;
@@ -110,12 +110,12 @@ public:
   }
 
 private:
-  struct lane_state {
+  struct instance {
     mailbox<T> box;
     consumer<T> co;
     bool failed = false;
   };
-  static void resume(lane_state& l) {
+  static void resume(instance& l) {
     try {
       l.co.resume();
     } catch (...) {
@@ -128,7 +128,7 @@ private:
   const bool shared_;
   std::size_t devices_left_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<lane_state>> lanes_;  // destroyed (frames first) before factory_
+  std::vector<std::unique_ptr<instance>> instances_;  // destroyed (frames first) before factory_
 };
 
 /** A plain callable: `fn(value)` or `fn(value, device)` per record. */
@@ -139,10 +139,10 @@ public:
       : consumer_entry(type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)),
         shared_(shared && devices > 1), failed_(devices, 0) {}
 
-  delivery deliver(std::size_t lane, const device& dev, const std::byte* payload, std::size_t size) override {
+  delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
-    char& failed = failed_[shared_ ? 0 : lane];
+    char& failed = failed_[shared_ ? 0 : device_index];
     if (failed) return delivery::failed_before;
     const std::optional<T> value = decode_value<T>(payload, size);
     if (!value) return delivery::mismatch;

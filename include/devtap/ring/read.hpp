@@ -1,6 +1,8 @@
 #pragma once
-/** The host side of the ring protocol (see ring.hpp): inspect, consume in place, release. */
+/** Reading records: inspect, consume in place, release, publish. One host thread (the device's
+ *  reader, receiver/reader.hpp) owns a ring_reader. Layout: layout.hpp; producers: produce.hpp. */
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/wake.hpp>
 
 #include <atomic>
 #include <cstring>
@@ -22,6 +24,7 @@ struct record_ref {
 inline record_ref inspect(const ring_view& ring, std::uint64_t pos,
                           std::memory_order order = std::memory_order_acquire) {
   record_header* h = ring.header_at(pos);
+  // Acquire: partner of commit's (and abort's, and the padding's) release store (produce.hpp).
   const std::uint32_t word = std::atomic_ref<std::uint32_t>(h->length).load(order);
   if (word == 0) return {};
   const std::uint64_t offset = pos & (ring.capacity - 1);
@@ -72,6 +75,8 @@ public:
   /** Makes released space visible to producers and wakes those blocked for space. */
   void publish() noexcept {
     if (head_ == published_) return;
+    // Partner: try_claim's acquire load of the head (produce.hpp). seq_cst, then the look at
+    // `producers_waiting`: pairs with host_wait's count-then-retry (wake.hpp), so no waiter is missed.
     std::atomic_ref<std::uint64_t>(ring_.consumer->head).store(head_, std::memory_order_seq_cst);
     published_ = head_;
     if (std::atomic_ref<std::uint32_t>(ring_.consumer->producers_waiting).load(std::memory_order_seq_cst) != 0)
@@ -82,13 +87,6 @@ public:
   std::uint64_t position() const noexcept { return head_; }
   /** Offset of the read position in the ring (for error reports). */
   std::uint64_t offset() const noexcept { return head_ & (ring_.capacity - 1); }
-
-  /** Wakes every producer blocked for space (after a publish, or when the reader goes away). */
-  static void wake_producers(const ring_view& ring) noexcept {
-    std::atomic_ref<std::uint32_t> epoch(ring.consumer->doorbell_space);
-    epoch.fetch_add(1, std::memory_order_seq_cst);
-    epoch.notify_all();
-  }
 
 private:
   ring_view ring_;

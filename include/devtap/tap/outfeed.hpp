@@ -4,27 +4,17 @@
  * The handle is trivially copyable: a cpu device's work reaches it through `cpu_context::tap`,
  * other host threads through `receiver::outfeed(dev)`, and a CUDA kernel receives it as an argument. */
 #include <devtap/config.hpp>
-#include <devtap/tap/codec.hpp>
+#include <devtap/detail/text.hpp>
+#include <devtap/errors.hpp>
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/produce.hpp>
+#include <devtap/tap/codec.hpp>
 #include <devtap/tap/tap_point.hpp>
 
 #include <cstdint>
-
-// Host-only code below is visible to nvcc's device pass too (it parses, never compiles, host
-// functions): host code elsewhere (receiver.hpp) names it in both passes.
-#include <devtap/errors.hpp>
-#include <devtap/ring/read.hpp>
 #include <string>
-#include <thread>
 
 DEVTAP_BEGIN_NAMESPACE
-
-/** What a tap does when its device's share of the budget is full. */
-enum class overflow_policy : std::uint32_t {
-  block,  ///< wait for the receiver to free space: lossless, back-pressure reaches the device
-  drop,   ///< never wait: the record is dropped and counted
-  error,  ///< throw outfeed_error (cpu); a CUDA tap records a sticky error
-};
 
 /** A device's ring as its producers see it. Valid while the receiver that made it is open. */
 class outfeed {
@@ -56,51 +46,11 @@ private:
 namespace detail {
 
 #if defined(__CUDACC__)
-/** The tap of a CUDA thread: defined in devtap/cuda/tap.cuh (included at the end of this file). */
+/** The tap of a CUDA thread: defined in devtap/cuda/tap.cuh, which <devtap/devtap.hpp> and
+ *  <devtap/receiver.hpp> include in a .cu file. */
 template <class T>
 __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value);
 #endif
-
-inline std::string describe_bytes(std::uint64_t n) {
-  if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  if (n >= (1u << 10) && n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " bytes";
-}
-
-/** A spin-wait hint: lets the sibling hyperthread run and saves power while polling. */
-inline void cpu_relax() noexcept {
-#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__))
-  __builtin_ia32_pause();
-#elif !defined(__CUDA_ARCH__) && defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-/** Claims `bytes`, waiting for space: spin, then yield, then sleep until the reader publishes
- *  space. Gives up (false) once the ring's `closed` state reaches `give_up_at`. */
-inline bool claim_waiting(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, std::uint32_t give_up_at) {
-  std::atomic_ref<std::uint32_t> closed(ring.consumer->closed);
-  for (int attempt = 0;; ++attempt) {
-    if (try_claim<host_atomics>(ring, bytes, pos)) return true;
-    if (closed.load(std::memory_order_acquire) >= give_up_at) return false;
-    if (attempt < 64) {
-      cpu_relax();
-      continue;
-    }
-    if (attempt < 128) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::atomic_ref<std::uint32_t> waiting(ring.consumer->producers_waiting);
-    std::atomic_ref<std::uint32_t> epoch(ring.consumer->doorbell_space);
-    waiting.fetch_add(1, std::memory_order_seq_cst);
-    const std::uint32_t seen = epoch.load(std::memory_order_seq_cst);
-    const bool claimed = try_claim<host_atomics>(ring, bytes, pos);
-    if (!claimed && closed.load(std::memory_order_seq_cst) < give_up_at) epoch.wait(seen, std::memory_order_seq_cst);
-    waiting.fetch_sub(1, std::memory_order_seq_cst);
-    if (claimed) return true;
-  }
-}
 
 [[noreturn]] inline void throw_closed(const char* device_name) {
   throw outfeed_error(std::string("devtap: tap on device '") + device_name +
@@ -122,20 +72,20 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
                         "' takes taps from its own kernels only (pass this outfeed to a kernel)");
   if (point.id == end_of_stream_id) throw outfeed_error("devtap: tap through a tap_point that no receiver attached");
   std::uint64_t pos;
-  if (!try_claim<host_atomics>(ring, bytes, pos)) {
-    switch (out.policy()) {
-      case overflow_policy::drop:
-        count_dropped<host_atomics>(ring, 1, bytes);
-        return;
-      case overflow_policy::error:
-        throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
-                            describe_bytes(ring.capacity) + "; overflow_policy::error)");
-      case overflow_policy::block:
-        if (!claim_waiting(ring, bytes, pos, 1)) throw_closed(out.device_name());
-        break;
-    }
+  switch (claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos)) {
+    case claim_status::claimed:
+      break;
+    case claim_status::dropped:
+      count_dropped<host_atomics>(ring, 1, bytes);
+      return;
+    case claim_status::full:
+      throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
+                          describe_bytes(ring.capacity) + "; overflow_policy::error)");
+    case claim_status::closed:
+      throw_closed(out.device_name());
   }
-  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != 0) {
+  // Acquire: partner of close_ring (ring/close.hpp); a claim after the end marker's must not commit.
+  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open) {
     abort<host_atomics>(ring, pos, bytes);
     throw_closed(out.device_name());
   }

@@ -1,0 +1,137 @@
+#pragma once
+/** Producing records: claim space, write, commit (or abort), and the blocking claim that applies
+ *  an overflow_policy. Every producer runs these functions — cpu threads with host_atomics,
+ *  CUDA threads with cuda_atomics — so the protocol exists once. Layout: layout.hpp. */
+#include <devtap/ring/layout.hpp>
+#include <devtap/ring/wake.hpp>
+
+#include <cstdint>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos) {
+  typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
+  typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
+  std::uint64_t t = tail.load(Atomics::relaxed);
+  std::uint64_t pad;
+  for (;;) {
+    pad = claim_padding(ring.capacity, t, bytes);
+    if (t + pad + bytes - head_cache.load(Atomics::acquire) > ring.capacity) {
+      const std::uint64_t h =
+          typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->head).load(Atomics::acquire);
+      head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
+      if (t + pad + bytes - h > ring.capacity) return false;
+    }
+    // acq_rel: a claim after the end-of-stream claim sees `closed` (close.hpp sets it first).
+    // seq_cst where the reader may sleep: this CAS and commit()'s look at `reader_sleeping` pair
+    // with reader_sleep's flag-then-tail check (wake.hpp), so no commit needs a locked store of its own.
+    constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
+    if (tail.compare_exchange_weak(t, t + pad + bytes, order, Atomics::relaxed)) break;
+  }
+  if (pad != 0)  // the wrap: the rest of the ring becomes one padding record
+    typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
+        .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
+  pos = t + pad;
+  return true;
+}
+
+/** Whether a claim of `bytes` would fit by the producers' cached head alone, without reading the
+ *  consumer's head. A blocked CUDA producer polls this word (device memory) between its rare reads
+ *  of the real head (host memory, a PCIe round trip each): a head another producer refreshed frees
+ *  every waiter. Only a hint: try_claim decides. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool fits_cached(const ring_view& ring, std::uint64_t bytes) {
+  const std::uint64_t t = typename Atomics::template producer_ref<std::uint64_t>(ring.producer->tail).load(Atomics::relaxed);
+  const std::uint64_t h =
+      typename Atomics::template producer_ref<std::uint64_t>(ring.producer->head_cache).load(Atomics::relaxed);
+  return t + claim_padding(ring.capacity, t, bytes) + bytes - h <= ring.capacity;
+}
+
+/** Publishes the record claimed at `pos`, whose payload is already written. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::uint32_t consumer_id,
+                               std::uint64_t fingerprint, std::uint32_t payload_bytes) {
+  record_header* h = ring.header_at(pos);
+  h->consumer_id = consumer_id;
+  h->fingerprint = fingerprint;
+  // Release: the payload and the two words above before the length; partner: inspect's acquire load (read.hpp).
+  typename Atomics::template shared_ref<std::uint32_t>(h->length)
+      .store(payload_bytes + sizeof(record_header), Atomics::release);
+  ring_sleeping_reader<Atomics>(ring);  // wake.hpp: the reader may have gone to sleep before this claim
+}
+
+/** Gives back a claim: the reader skips it. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uint64_t bytes) {
+  typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(pos)->length)
+      .store(static_cast<std::uint32_t>(bytes) | discard_flag, Atomics::release);
+}
+
+/** Adds records a producer did not write to the ring's drop counters (host memory). */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void count_dropped(const ring_view& ring, std::uint64_t records, std::uint64_t bytes) {
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_records).fetch_add(records, Atomics::relaxed);
+  typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->dropped_bytes).fetch_add(bytes, Atomics::relaxed);
+}
+
+/** ORs a sticky_* code into the ring's error word; a nonzero `detail_value` is kept if it is the first. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, std::uint32_t detail_value) {
+  if (detail_value != 0) {
+    std::uint32_t expected = 0;
+    typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_detail)
+        .compare_exchange_strong(expected, detail_value, Atomics::relaxed, Atomics::relaxed);
+  }
+  typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
+}
+
+/** What a claim under an overflow policy came to. */
+enum class claim_status : std::uint32_t {
+  claimed = 0,  ///< `pos` holds the claimed position
+  dropped = 1,  ///< `drop` policy, ring full: not written
+  full = 2,     ///< `error` policy, ring full: not written
+  closed = 3,   ///< `block` policy, and the ring's `closed` reached `give_up_at` while waiting
+};
+
+/** Claims `bytes` under `policy`: `block` waits as `Wait` says (host_wait, device_wait: wake.hpp)
+ *  and gives up once `closed` reaches `give_up_at` (taps: ring_ending; the end marker:
+ *  ring_reader_gone), so no producer waits for a reader that is gone. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics, class Wait>
+DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes, overflow_policy policy, std::uint64_t& pos,
+                                      std::uint32_t give_up_at = ring_ending) {
+  if (try_claim<Atomics>(ring, bytes, pos)) return claim_status::claimed;
+  if (policy == overflow_policy::drop) return claim_status::dropped;
+  if (policy == overflow_policy::error) return claim_status::full;
+  typename Atomics::template shared_ref<std::uint32_t> closed(ring.consumer->closed);
+  auto try_claim_now = [&](bool only_if_cached_fits) {
+    return (!only_if_cached_fits || fits_cached<Atomics>(ring, bytes)) && try_claim<Atomics>(ring, bytes, pos);
+  };
+  for (unsigned attempt = 1;; ++attempt) {
+    if (Wait::closed_due(attempt) && closed.load(Atomics::acquire) >= give_up_at) return claim_status::closed;
+    if (Wait::wait_then_claim(ring, attempt, give_up_at, try_claim_now)) return claim_status::claimed;
+  }
+}
+
+/** Accounts for `records` records (`bytes` ring bytes) that a claim which came to `status` did not
+ *  write, for producers that cannot throw: counted as dropped; `full` also sets sticky_ring_full. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void account_unwritten(const ring_view& ring, claim_status status, std::uint64_t records,
+                                          std::uint64_t bytes) {
+  if (status == claim_status::claimed) return;
+  if (status == claim_status::full) set_sticky<Atomics>(ring, sticky_ring_full, 0);
+  count_dropped<Atomics>(ring, records, bytes);
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
