@@ -32,11 +32,6 @@ namespace detail {
 
 inline constexpr std::string_view cuda_platform = "cuda";
 
-/** Throws backend_error for a failed runtime call. */
-inline void cuda_check(cudaError_t status, std::string_view what) {
-  if (status != cudaSuccess) throw backend_error(cuda_error_text(what, status));
-}
-
 }  // namespace detail
 
 /** One GPU. */

@@ -40,17 +40,23 @@ inline std::string cuda_error_text(std::string_view what, cudaError_t status) {
                         static_cast<int>(status));
 }
 
-/** Throws backend_error "<device>: <what>: <CUDA error text> (<name>, code N)" for a failed call. */
-inline void cuda_ring_check(cudaError_t status, std::string_view device_name, std::string_view what) {
-  if (status != cudaSuccess) throw backend_error(cuda_error_text(format_message("{}: {}", device_name, what), status));
+/** The one CUDA error path: throws backend_error "<what>: <CUDA error text> (<name>, code N)" for a
+ *  failed runtime call. */
+inline void cuda_check(cudaError_t status, std::string_view what) {
+  if (status != cudaSuccess) throw backend_error(cuda_error_text(what, status));
+}
+
+/** As cuda_check, with the device named first: "<device>: <what>: ...". */
+inline void cuda_check(cudaError_t status, std::string_view device_name, std::string_view what) {
+  if (status != cudaSuccess) cuda_check(status, format_message("{}: {}", device_name, what));
 }
 
 /** Makes `device` current for a scope and restores the caller's device after. */
 class cuda_current_device {
 public:
   cuda_current_device(int device, std::string_view device_name) {
-    cuda_ring_check(cudaGetDevice(&previous_), device_name, "cudaGetDevice");
-    if (previous_ != device) cuda_ring_check(cudaSetDevice(device), device_name, "cudaSetDevice");
+    cuda_check(cudaGetDevice(&previous_), device_name, "cudaGetDevice");
+    if (previous_ != device) cuda_check(cudaSetDevice(device), device_name, "cudaSetDevice");
     else previous_ = -1;
   }
   ~cuda_current_device() {
@@ -83,22 +89,22 @@ public:
     cuda_current_device current(device_, device_name_);
     try {
       void* pinned = nullptr;
-      cuda_ring_check(cudaHostAlloc(&pinned, pinned_bytes(capacity), cudaHostAllocMapped | cudaHostAllocPortable),
+      cuda_check(cudaHostAlloc(&pinned, pinned_bytes(capacity), cudaHostAllocMapped | cudaHostAllocPortable),
                       device_name_, "cudaHostAlloc (outfeed ring, pinned and mapped)");
       pinned_ = static_cast<std::byte*>(pinned);
       std::memset(pinned_, 0, pinned_bytes(capacity));  // the protocol's invariant: free bytes are zero
       void* mapped = nullptr;
-      cuda_ring_check(cudaHostGetDevicePointer(&mapped, pinned_, 0), device_name_, "cudaHostGetDevicePointer");
+      cuda_check(cudaHostGetDevicePointer(&mapped, pinned_, 0), device_name_, "cudaHostGetDevicePointer");
       void* producer_side = nullptr;
-      cuda_ring_check(cudaMalloc(&producer_side, sizeof(ring_producer_side)), device_name_,
+      cuda_check(cudaMalloc(&producer_side, sizeof(ring_producer_side)), device_name_,
                       "cudaMalloc (outfeed ring tail)");
       producer_side_ = static_cast<ring_producer_side*>(producer_side);
-      cuda_ring_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_name_,
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), device_name_,
                       "cudaStreamCreateWithFlags");
       // On the ring's own non-blocking stream, waited for here: no other work of the device is waited for.
-      cuda_ring_check(cudaMemsetAsync(producer_side_, 0, sizeof(ring_producer_side), stream_), device_name_,
+      cuda_check(cudaMemsetAsync(producer_side_, 0, sizeof(ring_producer_side), stream_), device_name_,
                       "cudaMemsetAsync (outfeed ring tail)");
-      cuda_ring_check(cudaStreamSynchronize(stream_), device_name_, "cudaStreamSynchronize");
+      cuda_check(cudaStreamSynchronize(stream_), device_name_, "cudaStreamSynchronize");
 
       auto* mapped_bytes = static_cast<std::byte*>(mapped);
       host = ring_view{nullptr, reinterpret_cast<ring_consumer_side*>(pinned_ + consumer_offset(capacity)), pinned_,
@@ -127,9 +133,9 @@ public:
     std::lock_guard lock(readback_mutex_);
     cuda_current_device current(device_, device_name_);
     const auto* tail = reinterpret_cast<const std::byte*>(producer_side_) + offsetof(ring_producer_side, tail);
-    cuda_ring_check(cudaMemcpyAsync(readback_, tail, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_),
+    cuda_check(cudaMemcpyAsync(readback_, tail, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_),
                     device_name_, "flush: reading the ring's tail (cudaMemcpyAsync)");
-    cuda_ring_check(cudaStreamSynchronize(stream_), device_name_, "flush: reading the ring's tail");
+    cuda_check(cudaStreamSynchronize(stream_), device_name_, "flush: reading the ring's tail");
     return std::atomic_ref<std::uint64_t>(*readback_).load(std::memory_order_acquire);
   }
 
