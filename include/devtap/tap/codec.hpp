@@ -17,7 +17,7 @@
  * `--expt-relaxed-constexpr` there; the raw path needs nothing.
  */
 #include <devtap/config.hpp>
-#include <devtap/detail/reflect.hpp>
+#include <devtap/detail/shape.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -36,17 +36,10 @@ constexpr bool any_has_spans(type_list<Ts...>);
 
 template <class T>
 constexpr bool has_spans_impl() {
-  using U = std::remove_cv_t<T>;
-  if constexpr (is_std_span<U>::value) {
+  if constexpr (shape_of<T> == shape::span) {
     return true;
-  } else if constexpr (std::is_array_v<U>) {
-    return has_spans_impl<std::remove_extent_t<U>>();
-  } else if constexpr (is_std_array<U>::value) {
-    return has_spans_impl<typename U::value_type>();
-  } else if constexpr (is_tuple_like<U>::value) {
-    return any_has_spans(typename tuple_types<U>::type{});
-  } else if constexpr (reflectable_v<U>) {
-    return any_has_spans(field_types_t<U>{});
+  } else if constexpr (has_parts(shape_of<T>)) {
+    return any_has_spans(part_types_t<T>{});
   } else {
     return false;
   }
@@ -90,7 +83,7 @@ constexpr bool tappable_impl() {
     return false;
   } else {
     using U = std::remove_cv_t<T>;
-    if constexpr (is_std_span<U>::value) {
+    if constexpr (shape_of<U> == shape::span) {
       // Only read-only, dynamic-extent spans: a std::span<U> would be sent as a bare pointer.
       using E = typename U::element_type;
       if constexpr (std::is_const_v<E> && U::extent == std::dynamic_extent) {
@@ -98,14 +91,8 @@ constexpr bool tappable_impl() {
       } else {
         return false;
       }
-    } else if constexpr (std::is_array_v<U>) {
-      return tappable_impl<std::remove_extent_t<U>>();
-    } else if constexpr (is_std_array<U>::value) {
-      return tappable_impl<typename U::value_type>();
-    } else if constexpr (is_tuple_like<U>::value) {
-      return all_tappable(typename tuple_types<U>::type{});
-    } else if constexpr (reflectable_v<U>) {
-      return all_tappable(field_types_t<U>{});
+    } else if constexpr (has_parts(shape_of<U>)) {
+      return all_tappable(part_types_t<U>{});
     } else {
       return std::is_trivially_copyable_v<U>;
     }
@@ -160,15 +147,16 @@ DEVTAP_HOST_DEVICE constexpr void for_each_tuple_part(T& v, F& f, std::index_seq
   (f(std::get<I>(v)), ...);
 }
 
-// Calls f(part) for each part of a composite (span-holding or tuple-like) value, in order.
+// Calls f(part) for each part of a value whose shape has parts, in order.
 DEVTAP_NO_EXEC_CHECK
 template <class T, class F>
 DEVTAP_HOST_DEVICE constexpr void for_each_part(T& v, F& f) {
-  using U = std::remove_cv_t<T>;
-  if constexpr (std::is_array_v<U> || is_std_array<U>::value) {
+  constexpr shape s = shape_of<T>;
+  static_assert(has_parts(s), "devtap: only arrays, tuples and aggregates have parts");
+  if constexpr (s == shape::array) {
     for (auto& e : v) f(e);
-  } else if constexpr (is_tuple_like<U>::value) {
-    for_each_tuple_part(v, f, std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (s == shape::tuple) {
+    for_each_tuple_part(v, f, std::make_index_sequence<std::tuple_size_v<std::remove_cv_t<T>>>{});
   } else {
     with_fields(v, each_field<F>{f});
   }
@@ -194,7 +182,7 @@ DEVTAP_HOST_DEVICE constexpr std::size_t size_at(const T& v, std::size_t pos) {
   if constexpr (is_raw_v<U>) {
     (void)v;
     return align_up(pos, part_align<U>) + sizeof(U);
-  } else if constexpr (is_std_span<U>::value) {
+  } else if constexpr (shape_of<U> == shape::span) {
     return align_up(pos, 8) + 8 + align_up(v.size() * sizeof(typename U::element_type), 8);
   } else {
     size_visitor s{pos};
@@ -237,7 +225,7 @@ DEVTAP_HOST_DEVICE std::size_t encode_at(const T& v, std::byte* base, std::size_
     zero_bytes(base + pos, at - pos);
     copy_bytes(base + at, v);
     return at + sizeof(U);
-  } else if constexpr (is_std_span<U>::value) {
+  } else if constexpr (shape_of<U> == shape::span) {
     const std::size_t at = align_up(pos, 8);
     zero_bytes(base + pos, at - pos);
     const std::uint64_t n = v.size();
@@ -294,7 +282,7 @@ bool decode_at(const std::byte* src, std::size_t size, std::size_t& pos, T& out)
     std::memcpy(static_cast<void*>(std::addressof(out)), src + at, sizeof(T));
     pos = at + sizeof(T);
     return true;
-  } else if constexpr (is_std_span<T>::value) {
+  } else if constexpr (shape_of<T> == shape::span) {
     using E = typename T::element_type;
     const std::size_t at = align_up(pos, 8);
     if (at > size || size - at < 8) return false;

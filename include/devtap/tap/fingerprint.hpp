@@ -6,7 +6,7 @@
  * pretty name or typeid never enters it.
  */
 #include <devtap/config.hpp>
-#include <devtap/detail/reflect.hpp>
+#include <devtap/detail/shape.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -59,9 +59,9 @@ constexpr bool is_char_kind_v =
     std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> ||
     std::is_same_v<T, char16_t> || std::is_same_v<T, char32_t>;
 
-template <class T>
-DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of() {
-  using U = std::remove_cv_t<T>;
+// A scalar: its kind and size.
+template <class U>
+DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_scalar() {
   if constexpr (std::is_reference_v<U>) {
     return fp_node('r').h;  // never tappable; hashed only so that asking does not fail
   } else if constexpr (std::is_enum_v<U>) {
@@ -88,35 +88,41 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of() {
     return fp_node('p').u64(sizeof(U)).h;
   } else if constexpr (std::is_member_pointer_v<U>) {
     return fp_node('m').u64(sizeof(U)).h;
-  } else if constexpr (std::is_array_v<U>) {
+  } else {
+    // Other scalars the traits do not classify (_Float16, __bf16 in strict mode).
+    return fp_node('x').u64(sizeof(U)).u64(alignof(U)).h;
+  }
+}
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of() {
+  using U = std::remove_cv_t<T>;
+  constexpr shape s = shape_of<U>;
+  if constexpr (s == shape::scalar) {
+    return fingerprint_scalar<U>();
+  } else if constexpr (s == shape::array) {
     // int[3] and std::array<int, 3> are the same bytes, so the same fingerprint.
-    auto f = fp_node('a').u64(std::extent_v<U>);
-    return f.u64(fingerprint_of<std::remove_extent_t<U>>()).h;
-  } else if constexpr (is_std_array<U>::value) {
-    auto f = fp_node('a').u64(std::tuple_size_v<U>);
-    return f.u64(fingerprint_of<typename U::value_type>()).h;
-  } else if constexpr (is_std_span<U>::value) {
+    auto f = fp_node('a').u64(array_of<U>::size);
+    return f.u64(fingerprint_of<typename array_of<U>::element>()).h;
+  } else if constexpr (s == shape::span) {
     // What a span sends is its elements, not the span object (pointer + size).
     using E = typename U::element_type;
     auto f = fp_node('s').u64(static_cast<std::uint64_t>(U::extent)).byte(std::is_const_v<E>);
     return f.u64(fingerprint_of<E>()).h;
-  } else if constexpr (is_tuple_like<U>::value) {
-    using elems = typename tuple_types<U>::type;
+  } else if constexpr (s == shape::tuple) {
+    using elems = part_types_t<U>;
     auto f = fp_node('t').u64(elems::size);
     fp_children(f, elems{});
     return f.h;
-  } else if constexpr (reflectable_v<U>) {
+  } else if constexpr (s == shape::aggregate) {
     // Size and alignment too: they catch alignas and padding the field list does not show.
-    using fields = field_types_t<U>;
+    using fields = part_types_t<U>;
     auto f = fp_node('S').u64(sizeof(U)).u64(alignof(U)).u64(fields::size);
     fp_children(f, fields{});
     return f.h;
-  } else if constexpr (std::is_class_v<U> || std::is_union_v<U>) {
+  } else {
     // Opaque classes (private members, bases, > 32 fields): only their size and alignment.
     return fp_node('O').u64(sizeof(U)).u64(alignof(U)).h;
-  } else {
-    // Other scalars the traits do not classify (_Float16, __bf16 in strict mode).
-    return fp_node('x').u64(sizeof(U)).u64(alignof(U)).h;
   }
 }
 
