@@ -189,7 +189,70 @@ TEST_CASE("error policy throws at the tap when the ring is full") {
   };
   CHECK_THROWS_WITH(cpus.cpu_devices()[0]->run(work), Catch::Contains("is full"));
   release_consumer.count_down();
+  CHECK_THROWS_WITH(rx.close(), Catch::Contains("[cpu:0] (device): taps on the device found its ring full"));
+  CHECK(rx.stats().total().dropped_records == 1);  // the record that found the ring full
+}
+
+TEST_CASE("error policy: a full ring is reported by close() even when nobody looked at the work's future") {
+  devtap::cpu_client cpus(1);
+  std::latch release_consumer(1);
+  std::atomic<int> got{0};
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .overflow = devtap::overflow_policy::error});
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t&) {
+    release_consumer.wait();
+    ++got;
+  });
+  (void)cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {  // the README's pattern: future discarded
+    for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);
+  });
+  std::this_thread::sleep_for(50ms);
+  release_consumer.count_down();
+  try {
+    rx.close();
+    FAIL("close() should report the full ring");
+  } catch (const devtap::tap_error& e) {
+    REQUIRE(e.failures().size() == 1);
+    CHECK(e.failures()[0].device == "cpu:0");
+    CHECK_THAT(e.what(), Catch::Equals("devtap: receiver 'receiver': 1 consumer failure(s):\n  [cpu:0] (device): taps on "
+                                       "the device found its ring full (overflow_policy::error)"));
+  }
+  auto st = rx.stats().total();
+  CHECK(st.records + st.dropped_records == static_cast<std::uint64_t>(got) + 1);
+  CHECK(st.dropped_records == 1);
+}
+
+TEST_CASE("drop policy: taps after close() keep throwing, also once aborted claims filled the ring") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .overflow = devtap::overflow_policy::drop});
+  auto point = rx.attach<std::uint64_t>([](const std::uint64_t&) {});
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
   rx.close();
+  int thrown = 0;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    try {
+      out.tap(point, i);
+    } catch (const devtap::outfeed_error&) {
+      ++thrown;
+    }
+  }
+  CHECK(thrown == 1000);
+  CHECK(rx.stats().total().dropped_records == 0);
+}
+
+TEST_CASE("close_timeout = milliseconds::max() waits as long as it takes instead of timing out at once") {
+  devtap::cpu_client cpus(1);
+  std::atomic<int> got{0};
+  devtap::receiver rx({.devices = all(cpus), .close_timeout = std::chrono::milliseconds::max()});
+  auto point = rx.attach<int>([&](const int&) {
+    std::this_thread::sleep_for(1ms);
+    ++got;
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 20; ++i) ctx.tap(point, i);
+  });
+  CHECK_NOTHROW(rx.flush());
+  CHECK_NOTHROW(rx.close());
+  CHECK(got == 20);
 }
 
 TEST_CASE("a record larger than the device's share is refused before anything is written") {

@@ -38,6 +38,13 @@ DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
 
+/** now() + `timeout`, capped at a century: milliseconds::max() means "wait as long as it takes",
+ *  not an overflow that times out at once. */
+inline std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  constexpr auto century = std::chrono::hours(24 * 365 * 100);
+  return std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(std::max(timeout, std::chrono::milliseconds::zero()), century);
+}
+
 /** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
 inline std::vector<device*> resolve_receiver_devices(const receiver_options& options) {
   if (!options.devices.empty()) return options.devices;
@@ -145,7 +152,7 @@ public:
   void flush() {
     std::vector<std::uint64_t> targets;
     for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position());
-    const auto deadline = std::chrono::steady_clock::now() + state_->options.close_timeout;
+    const auto deadline = detail::deadline_after(state_->options.close_timeout);
     for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
       std::vector<std::string> behind;
       for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -183,7 +190,7 @@ public:
           detail::wake_reader(s->ring->host);
         });
     }
-    const auto deadline = std::chrono::steady_clock::now() + state.options.close_timeout;
+    const auto deadline = detail::deadline_after(state.options.close_timeout);
     {
       std::unique_lock lock(state.done_mutex);
       state.done_cv.wait_until(lock, deadline, [&] {
@@ -229,10 +236,11 @@ public:
                               " ms; devices that did not finish: " + detail::join(stuck, std::identity{}) +
                               (errors.empty() ? "" : "; also:" + errors),
                           stuck);
-    if (!failures.empty())
-      throw tap_error("devtap: receiver '" + state.name + "': " + std::to_string(failures.size()) +
-                          " consumer failure(s):" + errors,
+    if (!failures.empty()) {
+      const std::size_t count = failures.size();  // before the move below: argument order is unspecified
+      throw tap_error("devtap: receiver '" + state.name + "': " + std::to_string(count) + " consumer failure(s):" + errors,
                       std::move(failures));
+    }
   }
 
   /** Counters per device (safe to call at any time). */

@@ -76,9 +76,14 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     case claim_status::claimed:
       break;
     case claim_status::dropped:
+      // A full ring after close is not a drop: nobody will free it (aborted claims fill it).
+      if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open)
+        throw_closed(out.device_name());
       count_dropped<host_atomics>(ring, 1, bytes);
       return;
     case claim_status::full:
+      // Counted and reported by close() too: the device work's future may never be looked at.
+      account_unwritten<host_atomics>(ring, claim_status::full, 1, bytes);
       throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
                           describe_bytes(ring.capacity) + "; overflow_policy::error)");
     case claim_status::closed:
