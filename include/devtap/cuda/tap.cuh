@@ -76,7 +76,7 @@ template <class Atomics, class T>
 DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
                                      std::uint64_t payload) {
   std::byte* dst = ring.payload_at(pos);
-  if constexpr (is_std_span<std::remove_cv_t<T>>::value) {  // the codec's layout, 8 bytes at a time
+  if constexpr (shape_of<T> == shape::span) {  // the codec's layout, 8 bytes at a time
     *reinterpret_cast<std::uint64_t*>(dst) = value.size();
     strided_copy(dst + 8, reinterpret_cast<const std::byte*>(value.data()), value.size() * sizeof(typename T::element_type),
                  0, 1);
@@ -221,7 +221,7 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
   std::byte* dst = ring.payload_at(pos);
   if constexpr (is_raw_v<T>) {
     strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, lanes);
-  } else if constexpr (is_std_span<std::remove_cv_t<T>>::value) {
+  } else if constexpr (shape_of<T> == shape::span) {
     using E = typename T::element_type;
     const auto count = shfl_u64(mask, value.size(), leader);
     const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
