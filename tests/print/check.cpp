@@ -2,12 +2,14 @@
 // argument descriptors, format ids (pinned: tests/print/print_nvcc.cu pins the same values for
 // nvcc's device pass) and the record layout.
 #include <devtap/print.hpp>
+#include <devtap/print/record_view.hpp>  // parse_print_record: the host's side, tested here too
 
 #include <catch2/catch.hpp>
 #include <fmt/args.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -170,12 +172,24 @@ TEST_CASE("argument descriptors") {
   STATIC_REQUIRE(print_arg_desc<std::span<float>>() == print_desc(print_kind::f32, print_form::span));
   STATIC_REQUIRE(print_arg_desc<std::span<const int, 4>>() == print_desc(print_kind::i32, print_form::span));
   STATIC_REQUIRE(print_arg_desc<std::string_view>() == print_desc(print_kind::character, print_form::span));
-  STATIC_REQUIRE(print_arg_problem_of<const char*>() == print_arg_problem::char_pointer);
-  STATIC_REQUIRE(print_arg_problem_of<long double>() == print_arg_problem::long_double);
-  STATIC_REQUIRE(print_arg_problem_of<char8_t>() == print_arg_problem::wide_char);
-  STATIC_REQUIRE(print_arg_problem_of<int[2][2]>() == print_arg_problem::nested_array);
-  STATIC_REQUIRE(print_arg_problem_of<std::string>() == print_arg_problem::unsupported);
-  STATIC_REQUIRE(print_arg_problem_of<std::vector<int>>() == print_arg_problem::unsupported);
+  STATIC_REQUIRE(print_arg_check<const char*>() == print_check::char_pointer);
+  STATIC_REQUIRE(print_arg_check<long double>() == print_check::long_double);
+  STATIC_REQUIRE(print_arg_check<char8_t>() == print_check::wide_char);
+  STATIC_REQUIRE(print_arg_check<int[2][2]>() == print_check::nested_array);
+  STATIC_REQUIRE(print_arg_check<std::string>() == print_check::unsupported_type);
+  STATIC_REQUIRE(print_arg_check<std::vector<int>>() == print_check::unsupported_type);
+}
+
+TEST_CASE("every verdict has its own message (the compile error and the host's error line)") {
+  std::vector<std::string> seen;
+  for (unsigned c = 1; c <= static_cast<unsigned>(print_check::unsupported_type); ++c) {
+    const std::string text = print_check_text(static_cast<print_check>(c));
+    INFO(c << ": " << text);
+    CHECK(text != "?");
+    CHECK(std::find(seen.begin(), seen.end(), text) == seen.end());
+    seen.push_back(text);
+  }
+  CHECK(seen.size() == 22);
 }
 
 TEST_CASE("format ids are pinned (nvcc's device pass computes the same)") {

@@ -109,7 +109,7 @@ TEST_CASE("a device-defined format that fails the checker on the host is reporte
   print_send<bad, true>(f.out, 7);
   f.rx.close();
   REQUIRE(f.lines.size() == 1);
-  CHECK(f.lines[0] == "devtap::print: format \"bad {:.3}\" rejected at offset 6: precision does not suit the "
-                      "argument (floating point and strings only)");
+  CHECK(f.lines[0] == "devtap::print: format \"bad {:.3}\" rejected at offset 6: a precision in a spec for an "
+                      "argument that takes none (only floating point and strings do)");
   CHECK(f.ch.stats().format_errors == 1);
 }

@@ -1,118 +1,20 @@
 #pragma once
-/** Compile-time side of devtap::print (fmt-free, device-safe): the format string as a template
- * argument, the argument descriptors every print record is decoded with, and a constexpr checker of
- * {fmt}'s format-string grammar against those descriptors.
- *
- * The checker mirrors what {fmt} 9.1 rejects at run time for the argument kinds devtap::print sends
- * (tests/print/check.cpp compares it with {fmt} spec by spec); it never rejects what {fmt} formats.
- * The same function validates, at run time on the host, the formats that CUDA devices define. */
+// The format checker (fmt-free, device-safe): a constexpr walk of {fmt}'s format-string grammar
+// against the argument descriptors. It mirrors what {fmt} 9.1 rejects at run time for the argument
+// kinds devtap::print sends (tests/print/check.cpp compares it with {fmt} spec by spec) and never
+// rejects what {fmt} formats. devtap::print runs it at compile time; the host runs it again on
+// the formats CUDA devices define.
 #include <devtap/config.hpp>
-#include <devtap/tap/fingerprint.hpp>
+#include <devtap/print/descriptor.hpp>
+#include <devtap/print/rejection.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
 DEVTAP_BEGIN_NAMESPACE
-
-/** A string literal as a template argument: `devtap::print<"step {} loss {:.3f}">(out, i, loss)`.
- *  Being a constant, it gives each format a compile-time id and compile-time checks. */
-template <std::size_t N>
-struct fixed_string {
-  char chars[N]{};
-  DEVTAP_HOST_DEVICE constexpr fixed_string(const char (&s)[N]) {  // NOLINT: implicit on purpose
-    for (std::size_t i = 0; i < N; ++i) chars[i] = s[i];
-  }
-  /** Characters before the terminating NUL. */
-  DEVTAP_HOST_DEVICE static constexpr std::size_t size() { return N - 1; }
-  DEVTAP_HOST_DEVICE constexpr const char* data() const { return chars; }
-};
-
 namespace detail {
 
-/** The scalar kinds a print argument can have (the wire tag; never renumber). */
-enum class print_kind : std::uint8_t {
-  invalid = 0,
-  boolean = 1,
-  character = 2,
-  i8 = 3, i16 = 4, i32 = 5, i64 = 6,
-  u8 = 7, u16 = 8, u32 = 9, u64 = 10,
-  f32 = 11, f64 = 12,
-  pointer = 13,
-};
-inline constexpr std::uint8_t print_kind_count = 14;
-
-/** How an argument is sent: one value, a fixed-size array (in the record), or a span (after it). */
-enum class print_form : std::uint8_t { scalar = 0, array = 1, span = 2 };
-
-/** Largest fixed-size array argument (elements); larger data goes in a std::span. */
-inline constexpr std::uint32_t print_max_extent = (1u << 22) - 1;
-/** Most arguments one print takes. */
-inline constexpr std::size_t print_max_args = 64;
-
-/** An argument descriptor: kind | form << 8 | extent << 10 (extent: arrays only). */
-DEVTAP_HOST_DEVICE constexpr std::uint32_t print_desc(print_kind k, print_form f, std::uint32_t extent = 0) {
-  return static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(f) << 8) | (extent << 10);
-}
-DEVTAP_HOST_DEVICE constexpr print_kind desc_kind(std::uint32_t d) { return static_cast<print_kind>(d & 0xffu); }
-DEVTAP_HOST_DEVICE constexpr print_form desc_form(std::uint32_t d) { return static_cast<print_form>((d >> 8) & 3u); }
-DEVTAP_HOST_DEVICE constexpr std::uint32_t desc_extent(std::uint32_t d) { return d >> 10; }
-
-/** Bytes (and alignment) of one element of a kind. */
-DEVTAP_HOST_DEVICE constexpr std::uint32_t print_kind_size(print_kind k) {
-  switch (k) {
-    case print_kind::boolean: case print_kind::character: case print_kind::i8: case print_kind::u8: return 1;
-    case print_kind::i16: case print_kind::u16: return 2;
-    case print_kind::i32: case print_kind::u32: case print_kind::f32: return 4;
-    case print_kind::i64: case print_kind::u64: case print_kind::f64: case print_kind::pointer: return 8;
-    default: return 0;
-  }
-}
-
-/** A descriptor a well-formed record can carry. */
-DEVTAP_HOST_DEVICE constexpr bool print_desc_valid(std::uint32_t d) {
-  const auto k = static_cast<std::uint32_t>(desc_kind(d));
-  if (k == 0 || k >= print_kind_count) return false;
-  switch (desc_form(d)) {
-    case print_form::scalar: case print_form::span: return desc_extent(d) == 0;
-    case print_form::array: return desc_extent(d) >= 1;
-  }
-  return false;
-}
-
-/** Text arguments: char arrays, char spans and std::string_view print as strings, not as ranges. */
-DEVTAP_HOST_DEVICE constexpr bool desc_is_string(std::uint32_t d) {
-  return desc_kind(d) == print_kind::character && desc_form(d) != print_form::scalar;
-}
-
-// ---- the format checker ---------------------------------------------------------------------
-
-/** What the checker found; each code has its own static_assert message in print.hpp. */
-enum class print_check : std::uint8_t {
-  ok,
-  unmatched_close,     ///< a '}' that is not '}}' and closes nothing
-  unclosed_field,      ///< a '{' without its '}'
-  named_argument,      ///< {name}: not supported
-  mixed_indexing,      ///< {} and {0} in one format
-  missing_argument,    ///< more fields than arguments, or an index past the last
-  unused_argument,     ///< an argument no field refers to
-  bad_spec,            ///< the spec does not parse
-  spec_type,           ///< the presentation type does not suit the argument
-  spec_sign,           ///< + - or space for an argument without sign
-  spec_alt,            ///< '#' for an argument that has no alternate form
-  spec_zero,           ///< '0' padding for an argument that is not a number
-  spec_precision,      ///< precision for an argument that takes none
-  spec_locale,         ///< 'L' for an argument that has no locale form
-  width_not_integer,   ///< a {} width or precision that refers to a non-integer argument
-  too_many_arguments,  ///< more than print_max_args
-};
-
-struct print_check_result {
-  print_check code = print_check::ok;
-  std::uint32_t offset = 0;    ///< where in the format
-  std::uint32_t argument = 0;  ///< which argument, where one is concerned
-};
-
-/** How {fmt} treats an argument's spec. */
+// How {fmt} treats an argument's spec.
 enum class spec_class : std::uint8_t { sint, uint, chr, boolean, flt, ptr, str, range };
 
 DEVTAP_HOST_DEVICE constexpr spec_class scalar_spec_class(print_kind k) {
@@ -142,7 +44,7 @@ DEVTAP_HOST_DEVICE constexpr bool print_one_of(char c, const char* set) {
   return false;
 }
 
-/** Walks a format string the way {fmt} does, against the descriptors of its arguments. */
+// Walks a format string the way {fmt} does, against the descriptors of its arguments.
 class print_checker {
 public:
   DEVTAP_HOST_DEVICE constexpr print_checker(const char* s, std::size_t n, const std::uint32_t* descs, std::size_t nargs)
@@ -347,47 +249,10 @@ private:
   print_check_result result_{};
 };
 
-/** Checks format `s` (n characters) against `nargs` argument descriptors. */
+// Checks format `s` (n characters) against `nargs` argument descriptors.
 DEVTAP_HOST_DEVICE constexpr print_check_result check_print_format(const char* s, std::size_t n, const std::uint32_t* descs,
                                                                    std::size_t nargs) {
   return print_checker(s, n, descs, nargs).run();
-}
-
-/** A sentence for a checker result (host messages and tests). */
-DEVTAP_HOST_DEVICE constexpr const char* print_check_text(print_check c) {
-  switch (c) {
-    case print_check::ok: return "ok";
-    case print_check::unmatched_close: return "unmatched '}' (write '}}' for a literal brace)";
-    case print_check::unclosed_field: return "'{' without its closing '}' (write '{{' for a literal brace)";
-    case print_check::named_argument: return "named arguments are not supported (use {} or {0})";
-    case print_check::mixed_indexing: return "automatic ({}) and manual ({0}) argument indexing mixed";
-    case print_check::missing_argument: return "more replacement fields than arguments, or an index past the last argument";
-    case print_check::unused_argument: return "an argument that no replacement field uses";
-    case print_check::bad_spec: return "invalid format spec";
-    case print_check::spec_type: return "presentation type does not suit the argument";
-    case print_check::spec_sign: return "a sign (+, -, space) needs a signed number";
-    case print_check::spec_alt: return "'#' does not suit the argument";
-    case print_check::spec_zero: return "'0' padding does not suit the argument";
-    case print_check::spec_precision: return "precision does not suit the argument (floating point and strings only)";
-    case print_check::spec_locale: return "'L' does not suit the argument";
-    case print_check::width_not_integer: return "a dynamic width or precision must refer to an integer argument";
-    case print_check::too_many_arguments: return "too many arguments (at most 64)";
-  }
-  return "?";
-}
-
-// ---- ids ------------------------------------------------------------------------------------
-
-/** FNV-1a 64 of the format's text and its argument descriptors: a format's id on every compiler. */
-DEVTAP_HOST_DEVICE constexpr std::uint64_t print_format_id(const char* s, std::size_t n, const std::uint32_t* descs,
-                                                           std::size_t nargs) {
-  fnv1a64 f;
-  f.byte('p').byte(1);  // a version: changing the wire format changes every id
-  for (std::size_t i = 0; i < n; ++i) f.byte(static_cast<unsigned char>(s[i]));
-  f.byte(0);
-  for (std::size_t a = 0; a < nargs; ++a)
-    for (int b = 0; b < 4; ++b) f.byte(static_cast<unsigned char>(descs[a] >> (8 * b)));
-  return f.h == 0 ? 1 : f.h;  // 0 is never an id
 }
 
 }  // namespace detail

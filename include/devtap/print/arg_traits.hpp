@@ -1,0 +1,126 @@
+#pragma once
+// How each argument type travels (fmt-free, device-safe): its kind, form and extent, its wire
+// descriptor, or why it cannot be sent (a print_check, reported by devtap::print).
+#include <devtap/config.hpp>
+#include <devtap/print/descriptor.hpp>
+#include <devtap/print/rejection.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class T>
+constexpr bool is_char_pointee_v = std::is_same_v<std::remove_cv_t<T>, char> || std::is_same_v<std::remove_cv_t<T>, signed char> ||
+                                   std::is_same_v<std::remove_cv_t<T>, unsigned char>;
+
+template <class T>
+constexpr bool is_wide_char_v = std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> || std::is_same_v<T, char16_t> ||
+                                std::is_same_v<T, char32_t>;
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr print_kind print_scalar_kind() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_enum_v<U>) {
+    return print_scalar_kind<std::underlying_type_t<U>>();
+  } else if constexpr (std::is_same_v<U, bool>) {
+    return print_kind::boolean;
+  } else if constexpr (std::is_same_v<U, char>) {
+    return print_kind::character;
+  } else if constexpr (is_wide_char_v<U>) {
+    return print_kind::invalid;
+  } else if constexpr (std::is_integral_v<U>) {
+    constexpr std::size_t s = sizeof(U);
+    if constexpr (std::is_signed_v<U>)
+      return s == 1 ? print_kind::i8 : s == 2 ? print_kind::i16 : s == 4 ? print_kind::i32 : s == 8 ? print_kind::i64 : print_kind::invalid;
+    else
+      return s == 1 ? print_kind::u8 : s == 2 ? print_kind::u16 : s == 4 ? print_kind::u32 : s == 8 ? print_kind::u64 : print_kind::invalid;
+  } else if constexpr (std::is_same_v<U, float>) {
+    return print_kind::f32;
+  } else if constexpr (std::is_same_v<U, double>) {
+    return print_kind::f64;
+  } else if constexpr (std::is_null_pointer_v<U>) {
+    return print_kind::pointer;
+  } else if constexpr (std::is_pointer_v<U>) {
+    if constexpr (is_char_pointee_v<std::remove_pointer_t<U>>) return print_kind::invalid;
+    else return sizeof(U) == 8 ? print_kind::pointer : print_kind::invalid;
+  } else {
+    return print_kind::invalid;
+  }
+}
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr print_check print_scalar_check() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_pointer_v<U>) {
+    if constexpr (is_char_pointee_v<std::remove_pointer_t<U>>) return print_check::char_pointer;
+  }
+#if !defined(__CUDA_ARCH__)  // device code has no long double (nvcc warns when it is named there)
+  if constexpr (std::is_same_v<U, long double>) return print_check::long_double;
+#endif
+  if constexpr (is_wide_char_v<U>) return print_check::wide_char;
+  if constexpr (std::is_array_v<U>) return print_check::nested_array;
+  return print_scalar_kind<U>() == print_kind::invalid ? print_check::unsupported_type : print_check::ok;
+}
+
+// How an argument type travels: its form, element type and extent.
+template <class T>
+struct print_arg {
+  using element = std::remove_cv_t<T>;
+  static constexpr print_form form = print_form::scalar;
+  static constexpr std::size_t extent = 0;
+};
+template <class E, std::size_t N>
+struct print_arg<E[N]> {
+  using element = std::remove_cv_t<E>;
+  static constexpr print_form form = print_form::array;
+  static constexpr std::size_t extent = N;
+};
+template <class E, std::size_t N>
+struct print_arg<std::array<E, N>> {
+  using element = std::remove_cv_t<E>;
+  static constexpr print_form form = print_form::array;
+  static constexpr std::size_t extent = N;
+};
+template <class E, std::size_t X>
+struct print_arg<std::span<E, X>> {
+  using element = std::remove_cv_t<E>;
+  static constexpr print_form form = print_form::span;
+  static constexpr std::size_t extent = 0;
+};
+template <>
+struct print_arg<std::string_view> {
+  using element = char;
+  static constexpr print_form form = print_form::span;
+  static constexpr std::size_t extent = 0;
+};
+
+template <class T>
+DEVTAP_HOST_DEVICE constexpr print_check print_arg_check() {
+  using A = print_arg<std::remove_cv_t<T>>;
+  constexpr print_check c = print_scalar_check<typename A::element>();
+  if constexpr (A::form == print_form::array) {
+    if (A::extent == 0) return print_check::empty_array;
+    if (A::extent > print_max_extent) return print_check::too_long;
+  }
+  return c;
+}
+
+// The wire descriptor of an argument type (0 when it cannot be sent).
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::uint32_t print_arg_desc() {
+  using A = print_arg<std::remove_cv_t<T>>;
+  if constexpr (print_arg_check<T>() != print_check::ok) {
+    return 0;
+  } else {
+    return print_desc(print_scalar_kind<typename A::element>(), A::form, static_cast<std::uint32_t>(A::extent));
+  }
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
