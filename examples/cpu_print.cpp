@@ -4,7 +4,7 @@
 //   DEVTAP_CPU_DEVICES=3 ./build/examples/cpu_print
 #include <devtap/devtap.hpp>
 #include <devtap/print.hpp>
-#include <devtap/print_host.hpp>  // the formatter ({fmt}): in one .cpp file of a program
+#include <devtap/print_host.hpp>  // the formatter ({fmt}): in exactly one .cpp file of a program
 
 #include <cmath>
 #include <span>

@@ -5,7 +5,8 @@
 //
 // A .cu file cannot include {fmt}: this file includes only <devtap/print.hpp> (fmt-free), and the
 // formatter is compiled in kernel_print_host.cpp, whose whole content is
-// `#include <devtap/print_host.hpp>`. attach_print works from here all the same.
+// `#include <devtap/print_host.hpp>`. attach_print works from here all the same; without that file
+// the program would not link (docs/print.md).
 //
 //   ./build/examples/kernel_print        (needs a GPU; says so and exits without one)
 //   ./build/examples/kernel_print --as-test   (the test: checks the line count; exit 77 without a GPU)
