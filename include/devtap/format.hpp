@@ -25,14 +25,6 @@ struct text_formatter : fmt::formatter<std::string_view> {
   }
 };
 
-inline std::string_view to_text(overflow_policy p) noexcept {
-  switch (p) {
-    case overflow_policy::block: return "block";
-    case overflow_policy::drop: return "drop";
-    case overflow_policy::error: return "error";
-  }
-  return "?";
-}
 }  // namespace detail
 DEVTAP_END_NAMESPACE
 
@@ -61,7 +53,7 @@ template <>
 struct fmt::formatter<devtap::overflow_policy> : devtap::detail::text_formatter {
   template <class Context>
   auto format(devtap::overflow_policy p, Context& ctx) const {
-    return write(devtap::detail::to_text(p), ctx);
+    return write(devtap::detail::policy_name(p), ctx);
   }
 };
 

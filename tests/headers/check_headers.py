@@ -6,6 +6,11 @@
         compiler and flags (-fsyntax-only). A header that fails only for want of the CUDA runtime's
         headers is skipped when the build has no CUDA (no DEVTAP_WITH_CUDA). Also: every macro a
         devtap header (.hpp, .cuh) defines starts with DEVTAP_ (none leaks into users' code).
+    check_headers.py BUILD_DIR SOURCE_DIR self-contained CXX
+        the same with another C++ compiler (clang++-16 or g++), with the build's flags.
+    check_headers.py BUILD_DIR SOURCE_DIR nvcc NVCC
+        every header that does not reach {fmt} (nvcc cannot compile {fmt} 9 at C++20) compiles on
+        its own as CUDA with NVCC -std=c++20 (both passes), host warnings as errors.
     check_headers.py BUILD_DIR SOURCE_DIR compiler CXX
         tests/headers/everything.cpp compiles with CXX (the other compiler: g++ 12 or clang++-16)
         and the build's flags, -Wall -Wextra -Wpedantic -Werror included.
@@ -21,6 +26,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 TARGET = "tests/headers/everything.cpp"
 
@@ -43,6 +49,50 @@ def build_flags(build_dir: pathlib.Path):
         else:
             flags.append(arg)
     return argv[0], flags, entry["directory"]
+
+
+def reaches_fmt(include: pathlib.Path):
+    """Headers (relative to include/) that include {fmt}, directly or through another devtap header."""
+    inc = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.MULTILINE)
+    graph = {p.relative_to(include).as_posix(): inc.findall(p.read_text())
+             for p in (include / "devtap").rglob("*") if p.suffix in (".hpp", ".cuh")}
+    memo = {}
+
+    def visit(h):
+        if h not in memo:
+            memo[h] = False
+            memo[h] = any(i.startswith("fmt/") or (i in graph and visit(i)) for i in graph.get(h, []))
+        return memo[h]
+
+    return {h for h in graph if visit(h)}
+
+
+def nvcc_self_contained(nvcc, source_dir: pathlib.Path) -> int:
+    include = source_dir / "include"
+    skip = reaches_fmt(include)
+    headers = sorted(p.relative_to(include).as_posix() for p in (include / "devtap").rglob("*")
+                     if p.suffix in (".hpp", ".cuh") and p.relative_to(include).as_posix() not in skip)
+    flags = ["-std=c++20", "-x", "cu", f"-I{include}", "--expt-relaxed-constexpr", "-DDEVTAP_WITH_CUDA=1",
+             "-gencode=arch=compute_90,code=sm_90", "-Werror=all-warnings", "-Xcompiler=-Wall,-Wextra,-Werror"]
+
+    def check(header):
+        with tempfile.NamedTemporaryFile("w", suffix=".cu") as src:
+            src.write(f"#include <{header}>\n#include <{header}>\n")
+            src.flush()
+            return header, subprocess.run([nvcc, *flags, "-c", src.name, "-o", os.devnull],
+                                          capture_output=True, text=True, check=False)
+
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for header, run in pool.map(check, headers):
+            if run.returncode == 0:
+                print(f"ok   {header}")
+            else:
+                failed += 1
+                print(f"FAIL {header}\n{run.stderr}")
+    print(f"{nvcc}: {len(headers) - failed} headers compile on their own as CUDA, {failed} do not; "
+          f"{len(skip)} reach {{fmt}} and are left to the C++ compilers")
+    return 1 if failed else 0
 
 
 def self_contained(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
@@ -87,12 +137,14 @@ def other_compiler(compiler, flags, cwd, source_dir: pathlib.Path) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) < 4 or sys.argv[3] not in ("self-contained", "compiler"):
+    if len(sys.argv) < 4 or sys.argv[3] not in ("self-contained", "compiler", "nvcc"):
         sys.exit(__doc__)
     build_dir, source_dir = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    if sys.argv[3] == "nvcc":
+        return nvcc_self_contained(sys.argv[4], source_dir)
     compiler, flags, cwd = build_flags(build_dir)
     if sys.argv[3] == "self-contained":
-        return self_contained(compiler, flags, cwd, source_dir)
+        return self_contained(sys.argv[4] if len(sys.argv) > 4 else compiler, flags, cwd, source_dir)
     return other_compiler(sys.argv[4], flags, cwd, source_dir)
 
 
