@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <latch>
 #include <numeric>
 #include <thread>
@@ -401,6 +402,28 @@ TEST_CASE("close() with a device whose work never finishes returns within the ti
     CHECK(std::chrono::steady_clock::now() - start < 1300ms);
   }
   release = true;  // the end marker queued behind it now runs harmlessly
+}
+
+TEST_CASE("after a close() timeout with a full ring, the cpu device runs later work") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  // Owned by the consumer: the abandoned reader still calls it after this test's scope (issue 11).
+  auto release_consumer = std::make_shared<std::latch>(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .close_timeout = 100ms});
+    auto point = rx.attach<std::uint64_t>([release_consumer](const std::uint64_t&) { release_consumer->wait(); });
+    auto work = dev->submit([&](devtap::cpu_context& ctx) {
+      for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);  // blocks once the ring is full
+    });
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    CHECK_THROWS_WITH(work.get(), Catch::Contains("after its receiver closed"));
+  }
+  // The end-marker job queued by close() must not wait for space that the stuck reader never frees.
+  auto later = dev->submit([] { return 7; });
+  REQUIRE(later.wait_for(5s) == std::future_status::ready);
+  CHECK(later.get() == 7);
+  release_consumer->count_down();
+  std::this_thread::sleep_for(100ms);  // the abandoned reader drains what is left before `cpus` goes
 }
 
 TEST_CASE("at most one receiver per device; devices and backends together are refused") {
