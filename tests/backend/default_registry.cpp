@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #if defined(DEVTAP_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -63,12 +64,16 @@ TEST_CASE("default registry: without a GPU, the cuda failure is recorded and cpu
   CHECK_THAT(reason, Catch::Contains("code " + std::to_string(static_cast<int>(status))));
   CHECK_THROWS_WITH(devtap::get_backend("cuda"), "Unable to initialize backend 'cuda': " + reason);
   CHECK(log.count(log_level::info, "Unable to initialize backend 'cuda': " + reason) == 1);
+  CHECK(log.count(log_level::warn, fallback_warning) == 1);
+  CHECK(log.lines(log_level::warn).size() == 1);
+#else
+  CHECK(log.lines(log_level::warn).empty());  // no GPU backend compiled in: nothing to fall back from
 #endif
   CHECK(devtap::default_backend() == "cpu");
   CHECK(all.size() == 1);
   CHECK(all.front()->platform() == "cpu");
-  CHECK(log.count(log_level::warn, fallback_warning) == 1);
-  CHECK(log.lines(log_level::warn).size() == 1);
+  CHECK(log.count(log_level::debug, "Initializing backend 'cpu'") == 1);
+  CHECK(devtap::process_count() == 1);
   CHECK(log.count(log_level::debug,
                   "Initialized backend cpu: process_index 0, device_count 1, local_devices [cpu:0]") == 1);
   // Work runs on the fallback.
@@ -127,13 +132,60 @@ TEST_CASE("default registry: DEVTAP_PLATFORMS=cuda,cpu without a GPU is an error
   CHECK_THROWS_AS(devtap::get_backend(), backend_error);
   CHECK(devtap::get_backend("cpu").platform() == "cpu");
 #else
-  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'cuda' in DEVTAP_PLATFORMS (known: cpu)");
+  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'cuda' in DEVTAP_PLATFORMS='cuda,cpu' (known: cpu)");
 #endif
 }
 
-TEST_CASE("default registry: an unknown name in DEVTAP_PLATFORMS", "[.platforms_unknown]") {
-  CHECK_THROWS_WITH(devtap::backends(), std::string("Unknown backend 'tpu' in DEVTAP_PLATFORMS (known: ") + known + ")");
+TEST_CASE("default registry: DEVTAP_PLATFORMS=gpu,cpu: gpu means cuda", "[.platforms_gpu]") {
+#if defined(DEVTAP_WITH_CUDA)
+  const cudaError_t status = gpu_status();
+  if (status == cudaSuccess) {
+    CHECK(devtap::default_backend() == "cuda");
+    return;
+  }
+  CHECK_THROWS_WITH(devtap::backends(), Catch::StartsWith("Unable to initialize backend 'cuda': ") &&
+                                            Catch::Contains(cudaGetErrorString(status)));
+  CHECK(devtap::get_backend("cpu").platform() == "cpu");
+#else
+  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu,cpu' (known: cpu)");
+#endif
+}
+
+TEST_CASE("default registry: DEVTAP_PLATFORMS=' Cpu ,<CR><LF>' means cpu", "[.platforms_spaces]") {
+  log_capture log;
+  CHECK(devtap::default_backend() == "cpu");
+  CHECK(devtap::backends().size() == 1);
+  CHECK(devtap::backend_errors().empty());
+  CHECK(log.lines(log_level::warn).empty());
+#if defined(DEVTAP_WITH_CUDA)
+  CHECK_THROWS_WITH(devtap::get_backend("cuda"), "Backend 'cuda' is not enabled by DEVTAP_PLATFORMS=Cpu ,");
+#endif
+}
+
+TEST_CASE("default registry: DEVTAP_PLATFORMS=cpu,cpu is an error", "[.platforms_twice]") {
+  CHECK_THROWS_WITH(devtap::backends(), "Backend 'cpu' is named twice in DEVTAP_PLATFORMS='cpu,cpu'");
   CHECK_THROWS_AS(devtap::get_backend("cpu"), backend_error);
+}
+
+TEST_CASE("default registry: an unknown name in DEVTAP_PLATFORMS", "[.platforms_unknown]") {
+  CHECK_THROWS_WITH(devtap::backends(),
+                    std::string("Unknown backend 'tpu' in DEVTAP_PLATFORMS='cpu,tpu' (known: ") + known + ")");
+  CHECK_THROWS_AS(devtap::get_backend("cpu"), backend_error);
+}
+
+TEST_CASE("default registry: an unknown DEVTAP_LOG warns once, through the logger", "[.log_unknown]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_LOG")) == "loud");
+  CHECK(devtap::get_log_level() == log_level::warn);  // what an unknown value means
+  log_capture log;  // before devtap's first line, so the warning reaches this sink
+  devtap::get_backend("cpu");
+  devtap::backends();
+  devtap::log(log_level::warn, "a line of {} own", "our");
+  const std::vector<std::string> warnings = log.lines(log_level::warn);
+  REQUIRE(!warnings.empty());
+  CHECK(warnings.front() ==
+        "DEVTAP_LOG='loud' is not a log level (expected debug, info, warn, error or off); using warn");
+  CHECK(log.count(log_level::warn, warnings.front()) == 1);
+  CHECK(warnings.back() == "a line of our own");
 }
 
 TEST_CASE("default registry: process index from the launcher", "[.slurm]") {
@@ -141,4 +193,5 @@ TEST_CASE("default registry: process index from the launcher", "[.slurm]") {
   CHECK(devtap::as_cpu_client(devtap::get_backend("cpu")).process_count() == 4);
   CHECK(devtap::devices("cpu")[0]->process_index() == 2);
   CHECK(devtap::process_index() == 2);
+  CHECK(devtap::process_count() == 4);
 }

@@ -9,6 +9,7 @@
 #include <array>
 #include <latch>
 #include <set>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -190,10 +191,19 @@ TEST_CASE("a platforms list restricts and orders the backends", "[registry][plat
   using R = devtap::registry<cpu, gpu, fast, empty>;
 
   SECTION("unset or blank: every backend, by priority") {
-    for (sv text : {"", " ", ",", " , "}) {
+    for (sv text : {"", " ", ",", " , ", "\r\n", " ,\n", "\t,\r\n"}) {
       R r{text};
       CHECK(platforms_of(r.backends()) == std::vector<sv>{"fast", "cpu"});
     }
+  }
+  SECTION("names are case-insensitive; white space around the list and each name is ignored") {
+    for (sv text : {"cpu,fast", "CPU,Fast", " Cpu ,\tFAST\r\n", "\r\n cpu\r\n,\r\nfast,\r\n"}) {
+      INFO("DEVTAP_PLATFORMS='" << text << "'");
+      R r{text};
+      CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu", "fast"});
+    }
+    R r{" Fast \r\n"};
+    CHECK_THROWS_WITH(r.get_backend("cpu"), "Backend 'cpu' is not enabled by DEVTAP_PLATFORMS=Fast");
   }
   SECTION("the list's order wins over priority") {
     R r{"cpu, fast"};
@@ -209,9 +219,12 @@ TEST_CASE("a platforms list restricts and orders the backends", "[registry][plat
     CHECK_THROWS_WITH(r.get_backend("cpu"), "Backend 'cpu' is not enabled by DEVTAP_PLATFORMS=fast");
     CHECK_THROWS_WITH(r.get_backend("tpu"), "Unknown backend 'tpu' (known: cpu, gpu_plat, fast, none)");
   }
-  SECTION("repeated names count once") {
-    R r{"fast,cpu,fast"};
-    CHECK(platforms_of(r.backends()) == std::vector<sv>{"fast", "cpu"});
+  SECTION("a name given twice is an error, whatever its case") {
+    R same{"fast,cpu,fast"};
+    CHECK_THROWS_WITH(same.backends(), "Backend 'fast' is named twice in DEVTAP_PLATFORMS='fast,cpu,fast'");
+    CHECK_THROWS_AS(same.get_backend("cpu"), backend_error);
+    R cased{"fast,cpu,FAST \n"};
+    CHECK_THROWS_WITH(cased.backends(), "Backend 'fast' is named twice in DEVTAP_PLATFORMS='fast,cpu,FAST'");
   }
   SECTION("a listed backend that fails is an error, not a fallback") {
     R r{"gpu_plat,cpu"};
@@ -226,11 +239,38 @@ TEST_CASE("a platforms list restricts and orders the backends", "[registry][plat
   }
   SECTION("an unknown name in the list is reported by every call") {
     R r{"cpu,tpu"};
-    const char* message = "Unknown backend 'tpu' in DEVTAP_PLATFORMS (known: cpu, gpu_plat, fast, none)";
+    const char* message = "Unknown backend 'tpu' in DEVTAP_PLATFORMS='cpu,tpu' (known: cpu, gpu_plat, fast, none)";
     CHECK_THROWS_WITH(r.backends(), message);
     CHECK_THROWS_WITH(r.get_backend("cpu"), message);
     CHECK_THROWS_WITH(r.default_backend(), message);
   }
+  SECTION("the message shows the name as written, the list without its surrounding white space") {
+    R r{" cpu, TPU \r\n"};
+    CHECK_THROWS_WITH(r.backends(), "Unknown backend 'TPU' in DEVTAP_PLATFORMS='cpu, TPU' (known: cpu, gpu_plat, fast, none)");
+  }
+  SECTION("gpu is not an alias without a cuda backend") {
+    R r{"gpu"};
+    CHECK_THROWS_WITH(r.backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu' (known: cpu, gpu_plat, fast, none)");
+  }
+}
+
+TEST_CASE("gpu in a platforms list means cuda", "[registry][platforms]") {
+  using cpu = test_backend<"cpu", 0, true>;
+  using cuda = test_backend<"cuda", 200>;
+  using R = devtap::registry<cpu, cuda>;
+  for (sv text : {"gpu,cpu", "GPU, cpu", "Gpu"}) {
+    R r{text};
+    CHECK(r.default_backend() == "cuda");
+  }
+  R r{"cpu,gpu"};
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu", "cuda"});
+  R twice{"gpu,cuda"};
+  CHECK_THROWS_WITH(twice.backends(), "Backend 'cuda' is named twice in DEVTAP_PLATFORMS='gpu,cuda'");
+  // A backend really named "gpu" is taken by its name, not as the alias.
+  devtap::registry<cpu, cuda, test_backend<"gpu", 100>> named{"gpu"};
+  CHECK(named.default_backend() == "gpu");
+  // get_backend takes exact names only, as before.
+  CHECK_THROWS_WITH(R{""}.get_backend("gpu"), "Unknown backend 'gpu' (known: cpu, cuda)");
 }
 
 TEST_CASE("the fallback warning: once, and only when the user did not ask for cpu", "[registry][warning]") {
@@ -267,6 +307,38 @@ TEST_CASE("the fallback warning: once, and only when the user did not ask for cp
     CHECK(r.default_backend() == "solo");
     CHECK(log.lines(log_level::warn).empty());
   }
+  SECTION("no warning from a registry of cpu alone: no GPU backend was compiled in") {
+    log_capture log;
+    devtap::registry<cpu> r{""};
+    CHECK(r.default_backend() == "cpu");
+    r.backends();
+    CHECK(log.lines(log_level::warn).empty());
+  }
+  SECTION("the warning's whole text says where to look") {
+    log_capture log;
+    devtap::registry<cpu, gpu> r{""};
+    r.backends();
+    CHECK(log.lines(log_level::warn) ==
+          std::vector<std::string>{"No GPU found, falling back to CPU; set DEVTAP_LOG=info or call "
+                                   "devtap::backend_errors() to see why"});
+  }
+}
+
+TEST_CASE("a backend is named at debug level before its create() runs", "[registry][log]") {
+  log_capture log;
+  using talker = test_backend<"talker", 10, false, 1, behaviour::logs>;
+  using broken = failing_backend<"broken", 5>;
+  devtap::registry<talker, broken> r{""};
+  r.get_backend("talker");
+  // A factory that hangs is named by the last line before the hang.
+  CHECK(log.lines(log_level::debug) ==
+        std::vector<std::string>{"Initializing backend 'talker'", "create() of talker runs",
+                                 "Initialized backend talker: process_index 0, device_count 1, local_devices [talker:0]"});
+  r.backends();
+  r.backends();
+  CHECK(log.count(log_level::debug, "Initializing backend 'talker'") == 1);  // once per backend
+  CHECK(log.count(log_level::debug, "Initializing backend 'broken'") == 1);  // failing ones too
+  CHECK(log.count(log_level::info, "Unable to initialize backend 'broken': boom: broken") == 1);
 }
 
 TEST_CASE("each initialisation logs platform, process index, device count and devices", "[registry][log]") {

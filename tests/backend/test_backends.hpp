@@ -56,9 +56,10 @@ private:
   std::vector<devtap::device*> views_;
 };
 
-enum class behaviour { ok, fail, null, slow };
+enum class behaviour { ok, fail, null, slow, logs };
 
-/** A backend named `Name` with `Devices` devices; `How` makes create() throw, return null or sleep. */
+/** A backend named `Name` with `Devices` devices; `How` makes create() throw, return null, sleep,
+ * or log "create() of <name> runs" at debug level (to see what was logged before it). */
 template <fixed_string Name, int Priority, bool Required = false, int Devices = 1, behaviour How = behaviour::ok>
 struct test_backend {
   static constexpr std::string_view name = Name.view();
@@ -71,6 +72,7 @@ struct test_backend {
     if constexpr (How == behaviour::fail) throw std::runtime_error("boom: " + std::string(name));
     if constexpr (How == behaviour::null) return nullptr;
     if constexpr (How == behaviour::slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if constexpr (How == behaviour::logs) devtap::log(devtap::log_level::debug, "create() of {} runs", name);
     return std::make_unique<fake_client>(name, Devices);
   }
 };
@@ -120,6 +122,7 @@ private:
   std::vector<line> lines_;
 };
 
-inline constexpr std::string_view fallback_warning = "No GPU found, falling back to CPU";
+inline constexpr std::string_view fallback_warning =
+    "No GPU found, falling back to CPU; set DEVTAP_LOG=info or call devtap::backend_errors() to see why";
 
 }  // namespace devtap_test

@@ -3,7 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 TEST_CASE("format_message fills {} in order and keeps escaped braces") {
@@ -28,4 +34,90 @@ TEST_CASE("levels filter and sinks receive whole lines") {
   CHECK(lines == std::vector<std::string>{"shown 2"});
   CHECK(devtap::detail::parse_log_level("debug") == devtap::log_level::debug);
   CHECK(devtap::detail::parse_log_level("bogus") == devtap::log_level::warn);
+}
+
+namespace {
+
+/** Collects what is written to file descriptor 2 while alive. */
+class stderr_capture {
+public:
+  stderr_capture() : file_(std::tmpfile()), saved_(dup(2)) {
+    std::fflush(stderr);
+    dup2(fileno(file_), 2);
+  }
+  ~stderr_capture() { restore(); }
+  /** Stops capturing; returns everything written. */
+  std::string text() {
+    restore();
+    std::string out;
+    std::rewind(file_);
+    for (int c; (c = std::fgetc(file_)) != EOF;) out.push_back(static_cast<char>(c));
+    return out;
+  }
+
+private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+  std::FILE* file_;
+  int saved_;
+};
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a sink that throws never ends the process; its lines go to stderr, with one note") {
+  const auto before = devtap::get_log_level();
+  devtap::set_log_level(devtap::log_level::info);
+  std::atomic<int> calls{0};
+  stderr_capture err;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view) {
+    ++calls;
+    throw std::runtime_error("sink full");
+  });
+  // A reader thread logs through the same logger: an escaping exception there would be std::terminate.
+  std::thread([] { devtap::log(devtap::log_level::error, "from a thread {}", 1); }).join();
+  CHECK_NOTHROW(devtap::log(devtap::log_level::warn, "from the test {}", 2));
+  devtap::set_log_sink([&](devtap::log_level, std::string_view) {
+    ++calls;
+    throw 42;  // not even a std::exception
+  });
+  std::thread([] { devtap::log(devtap::log_level::info, "from a thread {}", 3); }).join();
+  devtap::set_log_sink({});
+  devtap::set_log_level(before);
+  const std::string text = err.text();
+  CHECK(calls == 3);
+  CHECK(text ==
+        "[devtap error] the log sink threw (sink full); the lines it fails to take go to stderr\n"
+        "[devtap error] from a thread 1\n"
+        "[devtap warn] from the test 2\n"
+        "[devtap error] the log sink threw (unknown exception); the lines it fails to take go to stderr\n"
+        "[devtap info] from a thread 3\n");
+  CHECK(occurrences(text, "the log sink threw (sink full)") == 1);  // once per sink
+}
+
+TEST_CASE("DEVTAP_LOG values: case and surrounding white space do not matter; others are reported") {
+  using devtap::detail::log_env_problem;
+  using devtap::detail::parse_log_level;
+  CHECK(parse_log_level(nullptr) == devtap::log_level::warn);
+  CHECK(parse_log_level("") == devtap::log_level::warn);
+  CHECK(parse_log_level(" Info\r\n") == devtap::log_level::info);
+  CHECK(parse_log_level("DEBUG") == devtap::log_level::debug);
+  CHECK(parse_log_level("warning") == devtap::log_level::warn);
+  CHECK(parse_log_level("none") == devtap::log_level::off);
+  for (const char* fine : {static_cast<const char*>(nullptr), "", "debug", "INFO", " warn ", "Error", "off"})
+    CHECK(log_env_problem(fine).empty());
+  CHECK(log_env_problem("loud") ==
+        "DEVTAP_LOG='loud' is not a log level (expected debug, info, warn, error or off); using warn");
+  CHECK(log_env_problem("3") ==
+        "DEVTAP_LOG='3' is not a log level (expected debug, info, warn, error or off); using warn");
 }

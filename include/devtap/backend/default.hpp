@@ -2,6 +2,7 @@
 /** The process-wide registry (cpu, plus cuda when the build enables it) and free functions on it. */
 #include <devtap/backend/cpu.hpp>
 #include <devtap/backend/cuda.hpp>
+#include <devtap/backend/process.hpp>
 #include <devtap/backend/registry.hpp>
 #include <devtap/config.hpp>
 
@@ -49,12 +50,22 @@ inline std::string_view default_backend() { return default_registry_instance().d
 inline std::span<device* const> devices(std::string_view name) { return default_registry_instance().devices(name); }
 /** The devices of the default backend. */
 inline std::span<device* const> devices() { return default_registry_instance().devices(); }
-/** Number of devices of backend `name`. */
+/** Number of local devices (this process's) of backend `name`. */
 inline std::size_t device_count(std::string_view name) { return default_registry_instance().device_count(name); }
-/** Number of devices of the default backend. */
+/** Number of local devices (this process's) of the default backend. */
 inline std::size_t device_count() { return default_registry_instance().device_count(); }
 /** This process's index (default backend). */
 inline int process_index() { return default_registry_instance().process_index(); }
+/** Number of processes (default backend); 1 without a launcher. `client` has no virtual for it, so
+ * the count comes from the concrete client this registry can hold. */
+inline int process_count() {
+  client& c = get_backend();
+  if (auto* cpu = dynamic_cast<cpu_client*>(&c)) return cpu->process_count();
+#if defined(DEVTAP_WITH_CUDA)
+  if (auto* gpu = dynamic_cast<cuda_client*>(&c)) return gpu->process_count();
+#endif
+  return current_process().count;  // unreachable: the default registry holds only the clients above
+}
 /** The cpu backend's devices, typed (initialises cpu; counts as asking for cpu). */
 inline std::span<cpu_device* const> cpu_devices() { return as_cpu_client(get_backend("cpu")).cpu_devices(); }
 

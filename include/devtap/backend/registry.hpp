@@ -70,6 +70,23 @@ consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_
   return order;
 }
 
+/** `s` without surrounding white space, line ends included (a value written by a Windows tool). */
+constexpr std::string_view trim_space(std::string_view s) noexcept {
+  constexpr std::string_view space = " \t\r\n\f\v";
+  const std::size_t first = s.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
+}
+
+/** ASCII case-insensitive equality. */
+constexpr bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  constexpr auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
 template <std::size_t N>
 consteval bool names_unique(const std::array<backend_entry, N>& entries) {
   for (std::size_t i = 0; i < N; ++i)
@@ -113,24 +130,28 @@ public:
   registry() : registry(env_platforms()) {}
 
   /** `platforms`: comma-separated backend names that restrict and order the backends, as
-   * `DEVTAP_PLATFORMS` does; empty means every backend, by priority. An unknown name is reported
-   * by the first call that needs the backends, not here. */
+   * `DEVTAP_PLATFORMS` does; empty means every backend, by priority. Names are case-insensitive,
+   * white space around the list and each name is ignored, empty items are skipped, and `gpu` means
+   * `cuda` (unless a backend is named `gpu`). An unknown or repeated name is reported by every call
+   * that needs the backends, not here. */
   explicit registry(std::string_view platforms) {
-    platforms_ = std::string(detail::trim(platforms));
+    platforms = detail::trim_space(platforms);
+    platforms_ = std::string(platforms);
     std::size_t start = 0;
     while (start <= platforms.size()) {
       const std::size_t comma = std::min(platforms.find(',', start), platforms.size());
-      const std::string_view item = detail::trim(platforms.substr(start, comma - start));
+      const std::string_view item = detail::trim_space(platforms.substr(start, comma - start));
       start = comma + 1;
-      if (item.empty()) continue;
-      const std::size_t index = index_of(item);
-      if (index == count) {
-        if (config_error_.empty())
-          config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS (known: {})", item,
-                                                 known_names());
-        continue;
-      }
-      if (std::find(enabled_.begin(), enabled_.end(), index) == enabled_.end()) enabled_.push_back(index);
+      if (item.empty() || !config_error_.empty()) continue;
+      const std::size_t index = platform_index(item);
+      if (index == count)
+        config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS='{}' (known: {})", item,
+                                               platforms_, known_names());
+      else if (std::find(enabled_.begin(), enabled_.end(), index) != enabled_.end())
+        config_error_ = detail::format_message("Backend '{}' is named twice in DEVTAP_PLATFORMS='{}'",
+                                               entries_[index].name, platforms_);
+      else
+        enabled_.push_back(index);
     }
     restricted_ = !enabled_.empty() || !config_error_.empty();
     if (!restricted_)
@@ -168,8 +189,9 @@ public:
    * Without a platforms list: a non-required backend that fails is recorded (`backend_errors()`)
    * and skipped, a required one's failure is thrown as `backend_error`, a backend with no devices is
    * skipped, and the order is by priority. With a platforms list: its order, and any listed backend
-   * that fails or has no devices is an error. If the default is "cpu" and the user did not ask for
-   * cpu, warns once: "No GPU found, falling back to CPU". */
+   * that fails or has no devices is an error. If the default is "cpu", the registry holds another
+   * backend, and the user did not ask for cpu (by name or by a platforms list), warns once:
+   * "No GPU found, falling back to CPU; set DEVTAP_LOG=info or call devtap::backend_errors() to see why". */
   std::vector<client*> backends() {
     check_config();
     std::vector<client*> usable_clients;
@@ -186,12 +208,13 @@ public:
       usable_clients.push_back(s.instance.get());
     }
     constexpr std::size_t cpu = index_of("cpu");
-    if constexpr (cpu != count) {
+    if constexpr (cpu != count && count > 1) {  // cpu alone: no GPU backend was compiled in to fall back from
       // A platforms list is the user's explicit choice, so it never warns.
       const bool fell_back = !usable_clients.empty() && usable_clients.front() == slots_[cpu].instance.get();
       if (fell_back && !restricted_ && !cpu_requested_.load(std::memory_order_relaxed) &&
           !warned_.exchange(true, std::memory_order_relaxed))
-        log(log_level::warn, "{}", "No GPU found, falling back to CPU");  // "{}": a zero-argument log() warns under nvcc (#186)
+        log(log_level::warn, "{}",  // "{}": a zero-argument log() warns under nvcc (#186)
+            "No GPU found, falling back to CPU; set DEVTAP_LOG=info or call devtap::backend_errors() to see why");
     }
     return usable_clients;
   }
@@ -250,6 +273,13 @@ private:
     return count;
   }
 
+  /** The backend a platforms-list item names: case-insensitive; "gpu" is cuda's alias. */
+  static constexpr std::size_t platform_index(std::string_view item) noexcept {
+    for (std::size_t i = 0; i < count; ++i)
+      if (detail::equal_ignoring_case(entries_[i].name, item)) return i;
+    return detail::equal_ignoring_case(item, "gpu") ? index_of("cuda") : count;
+  }
+
   static std::string known_names() {
     return detail::join(declared_names, [](std::string_view n) { return n; });
   }
@@ -288,6 +318,10 @@ private:
 
   void initialise(std::size_t index, slot& s) noexcept {
     const std::string_view name = entries_[index].name;
+    try {  // before create(): a factory that hangs is named by the last line logged
+      log(log_level::debug, "Initializing backend '{}'", name);
+    } catch (...) {  // only an allocation failure; the logger itself contains a throwing sink
+    }
     try {
       s.instance = entries_[index].create();
       if (!s.instance) s.error = "create() returned no client";
@@ -298,7 +332,7 @@ private:
       s.instance.reset();
       s.error = "unknown exception";
     }
-    try {  // a user log sink may throw; initialisation has succeeded or failed regardless
+    try {  // formatting may fail to allocate; initialisation has succeeded or failed regardless
       if (s.instance && log_enabled(log_level::debug)) {
         const auto devs = s.instance->local_devices();
         log(log_level::debug, "Initialized backend {}: process_index {}, device_count {}, local_devices [{}]", name,
@@ -316,7 +350,7 @@ private:
   std::vector<std::size_t> enabled_;    // declaration indices, in the order backends() tries them
   bool restricted_ = false;             // a platforms list was given
   std::string platforms_;               // its text, for messages
-  std::string config_error_;            // an unknown name in the platforms list
+  std::string config_error_;            // the first unknown or repeated name in the platforms list
   std::atomic<bool> cpu_requested_{false};
   std::atomic<bool> warned_{false};
 };
