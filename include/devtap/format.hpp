@@ -65,6 +65,15 @@ struct fmt::formatter<devtap::log_level> : devtap::detail::text_formatter {
   }
 };
 
+/** `[cpu:0] bad-callable: what it threw`: one failure as close() lists it. */
+template <>
+struct fmt::formatter<devtap::consumer_failure> : devtap::detail::text_formatter {
+  template <class Context>
+  auto format(const devtap::consumer_failure& f, Context& ctx) const {
+    return write(fmt::format("[{}] {}: {}", f.device, f.consumer, f.message), ctx);
+  }
+};
+
 /** `cpu:0: 1200 records (19200 bytes), 0 dropped, ...`, one device's counters. */
 template <>
 struct fmt::formatter<devtap::device_stats> : devtap::detail::text_formatter {
@@ -72,9 +81,9 @@ struct fmt::formatter<devtap::device_stats> : devtap::detail::text_formatter {
   auto format(const devtap::device_stats& s, Context& ctx) const {
     std::string text = fmt::format(
         "{}: {} records ({} bytes), {} dropped ({} bytes), {} unknown ids, {} type mismatches, {} consumer errors, "
-        "{} ignored",
+        "{} ignored, {} lost at close",
         s.device, s.records, s.bytes, s.dropped_records, s.dropped_bytes, s.unknown_ids, s.type_mismatches,
-        s.consumer_errors, s.ignored);
+        s.consumer_errors, s.ignored, s.lost_at_close);
     if (s.stream_failed) text += fmt::format(", stream failed: {}", s.failure);
     return write(text, ctx);
   }

@@ -89,7 +89,7 @@ TEST_CASE("records that are not prints, and definitions the host refuses, are er
   wrong.head.count = sizeof(wrong) - 8;
   wrong.head.id = sig::id;
   wrong.head.arg_bytes = 16;
-  f.out.out().tap(devtap::tap_point<print_record<16>>{f.ch.point().point.id, f.ch.point().point.fingerprint}, wrong);
+  f.out.out().tap(devtap::tap_point<print_record<16>>{f.ch.point().point.id, f.ch.point().point.fingerprint, f.ch.point().point.receiver}, wrong);
   print_send<sig, false>(f.out, 3);
   f.rx.close();
   REQUIRE(f.lines.size() == 4);

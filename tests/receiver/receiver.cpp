@@ -327,11 +327,19 @@ TEST_CASE("unknown ids and type mismatches are counted and skipped") {
   auto point = rx.attach<int>([&](const int&) { ++got; });
   auto out = rx.outfeed(*cpus.cpu_devices()[0]);
   for (int i = 0; i < 3; ++i) {
-    out.tap(devtap::tap_point<int>{99, point.fingerprint}, 1);      // nobody attached 99
-    out.tap(devtap::tap_point<float>{point.id, devtap::type_fingerprint_v<float>}, 1.0f);  // wrong type
+    out.tap(devtap::tap_point<int>{99, point.fingerprint, point.receiver}, 1);  // nobody attached 99
+    out.tap(devtap::tap_point<float>{point.id, devtap::type_fingerprint_v<float>, point.receiver}, 1.0f);  // wrong type
     out.tap(point, 1);
   }
-  rx.close();
+  try {  // reported at the end, as the reference runtime raises at the end
+    rx.close();
+    FAIL("close() should report them");
+  } catch (const devtap::tap_error& e) {
+    CHECK(std::string(e.what()) ==
+          "devtap: receiver 'receiver': 2 consumer failure(s):\n"
+          "  [cpu:0] #99: 3 record(s) for unknown consumer id 99 skipped\n"
+          "  [cpu:0] consumer#1: 3 record(s) that do not match the consumer's type skipped");
+  }
   devtap::set_log_sink({});
   auto st = rx.stats().total();
   CHECK(got == 3);
@@ -352,10 +360,10 @@ TEST_CASE("a record with the consumer's fingerprint but the wrong size is a mism
   auto out = rx.outfeed(*cpus.cpu_devices()[0]);
   for (auto point : {callable, coroutine}) {
     out.tap(point, 1);
-    out.tap(devtap::tap_point<std::int64_t>{point.id, point.fingerprint}, std::int64_t{2});  // 8 bytes, not 4
+    out.tap(devtap::tap_point<std::int64_t>{point.id, point.fingerprint, point.receiver}, std::int64_t{2});  // 8 bytes, not 4
     out.tap(point, 3);
   }
-  rx.close();
+  CHECK_THROWS_AS(rx.close(), devtap::tap_error);
   devtap::set_log_sink({});
   CHECK(by_callable == std::vector<int>{1, 3});
   CHECK(by_coroutine == std::vector<int>{1, 3});
@@ -513,4 +521,136 @@ TEST_CASE("spans, tuples and aggregates holding spans round-trip; spans view the
   CHECK(bins_seen == std::vector<std::uint32_t>{4, 3, 2, 1});
   CHECK(means == std::vector<double>{10.25});
   CHECK(text == "7:tap;");
+}
+
+TEST_CASE("a tap_point of a closed or another receiver is refused at the tap, never delivered to a stranger") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  struct a_t { int v; };
+  struct b_t { int v; };  // the same layout: the fingerprint cannot tell them apart
+  devtap::tap_point<a_t> old_point;
+  {
+    devtap::receiver first({.devices = all(cpus), .name = "first"});
+    old_point = first.attach<a_t>([](const a_t&) {});
+    first.close();
+  }
+  int strangers = 0;
+  devtap::receiver second({.devices = all(cpus), .name = "second"});
+  auto b = second.attach<b_t>([&](const b_t&) { ++strangers; });
+  REQUIRE(b.id == old_point.id);  // ids restart in every receiver
+  const auto stale = devtap::tap_point<b_t>{old_point.id, old_point.fingerprint, old_point.receiver};
+  CHECK_THROWS_WITH(dev->run([&](devtap::cpu_context& ctx) { ctx.tap(stale, b_t{1}); }),
+                    Catch::Equals("devtap: tap on device 'cpu:0' through a tap_point of another receiver, or of a "
+                                  "closed one (nothing was written)"));
+  CHECK_THROWS_AS(second.outfeed(*dev).tap(stale, b_t{2}), devtap::outfeed_error);
+  const devtap::tap_point<b_t> unattached{b.id, b.fingerprint};
+  CHECK_THROWS_WITH(second.outfeed(*dev).tap(unattached, b_t{3}),
+                    Catch::Equals("devtap: tap on device 'cpu:0' through a tap_point that no receiver attached "
+                                  "(nothing was written)"));
+  dev->run([&](devtap::cpu_context& ctx) { ctx.tap(b, b_t{4}); });
+  second.close();
+  CHECK(strangers == 1);
+  CHECK(second.stats().total().unknown_ids == 0);
+}
+
+TEST_CASE("after a close() timeout no consumer is called again, and what the ring held is counted as lost") {
+  devtap::cpu_client cpus(1);
+  auto calls = std::make_shared<std::atomic<int>>(0);  // owned by the consumer, which may outlive the test
+  std::atomic<bool> stop_producing{false};
+  std::atomic<bool> release_device{false};
+  std::thread producer;
+  (void)cpus.cpu_devices()[0]->submit([&] {  // the end of the stream waits behind this: close() times out
+    while (!release_device) std::this_thread::sleep_for(1ms);
+  });
+  {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 4096, .close_timeout = 100ms, .name = "busy"});
+    auto point = rx.attach<std::uint64_t>([calls](const std::uint64_t&) {
+      std::this_thread::sleep_for(200us);
+      calls->fetch_add(1);
+    });
+    // A producer like a CUDA kernel's: it claims and commits directly and never looks at `closed`
+    // unless it is blocked, so the ring stays non-empty.
+    const devtap::detail::ring_view ring = rx.outfeed(*cpus.cpu_devices()[0]).ring();
+    producer = std::thread([&stop_producing, ring, point] {
+      namespace d = devtap::detail;
+      const std::uint64_t bytes = d::record_bytes(sizeof(std::uint64_t));
+      for (std::uint64_t i = 0; !stop_producing.load(); ++i) {
+        std::uint64_t pos;
+        if (!d::try_claim<d::host_atomics>(ring, bytes, pos)) {
+          std::this_thread::yield();
+          continue;
+        }
+        std::memcpy(ring.payload_at(pos), &i, sizeof i);
+        d::commit<d::host_atomics>(ring, pos, point.id, point.fingerprint, sizeof i);
+      }
+    });
+    std::this_thread::sleep_for(20ms);
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    const int at_close = calls->load();
+    std::this_thread::sleep_for(100ms);
+    CHECK(calls->load() == at_close);  // nothing delivered after close() returned
+    const auto st = rx.stats().total();
+    CHECK(st.lost_at_close > 0);
+    stop_producing = true;
+    producer.join();  // the ring lives as long as the receiver object
+  }
+  release_device = true;
+}
+
+TEST_CASE("close() and barrier() from a device's own work, and flush() from a consumer, fail at once") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  devtap::receiver rx({.devices = all(cpus), .close_timeout = 10s, .name = "self"});
+  std::string from_consumer;
+  auto point = rx.attach<int>([&](const int&) {
+    try {
+      rx.flush();
+    } catch (const std::logic_error& e) {
+      from_consumer = e.what();
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(dev->run([&] { rx.close(); }),
+                    Catch::Equals("devtap: receiver 'self': close() called from the work of one of its devices, "
+                                  "which it would wait for; call it from another thread"));
+  CHECK_THROWS_WITH(dev->run([&] { rx.barrier(); }), Catch::Contains("barrier() called from the work of one of its devices"));
+  dev->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+  rx.close();
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(from_consumer == "devtap: receiver 'self': flush() called from a consumer of this receiver, which it would "
+                         "wait for; call it from another thread");
+}
+
+TEST_CASE("barrier() waits for the work already submitted and for what it tapped; flush() does not") {
+  devtap::cpu_client cpus(3);
+  std::atomic<int> got{0};
+  devtap::receiver rx({.devices = all(cpus)});
+  auto point = rx.attach<int>([&](const int&) { ++got; });
+  for (auto* dev : cpus.cpu_devices())
+    (void)dev->submit([point](devtap::cpu_context& ctx) {
+      std::this_thread::sleep_for(50ms);
+      for (int i = 0; i < 101; ++i) ctx.tap(point, i);
+    });
+  rx.barrier();
+  CHECK(got == 303);
+  rx.close();
+}
+
+TEST_CASE("barrier() on a device whose work does not finish times out, naming it") {
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false};
+  devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .name = "slow"});
+  (void)cpus.cpu_devices()[1]->submit([&] {
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  try {
+    rx.barrier();
+    FAIL("barrier() should time out");
+  } catch (const devtap::timeout_error& e) {
+    CHECK(e.devices() == std::vector<std::string>{"cpu:1"});
+    CHECK(std::string(e.what()) ==
+          "devtap: receiver 'slow': barrier() timed out after 200 ms; devices whose work did not finish: cpu:1");
+  }
+  release = true;
+  rx.close();
 }

@@ -213,3 +213,46 @@ TEST_CASE("many producers, one reader: every record once, per-producer order kep
   for (auto& t : threads) t.join();
   for (auto n : next) CHECK(n == per_producer);
 }
+
+namespace {
+// host_atomics, except that the first load of the tail returns an older value: what a producer sees
+// when other producers and the reader moved on between its load of the tail and its look at the head.
+struct stale_tail_atomics : host_atomics {
+  static inline const std::uint64_t* tail_address = nullptr;
+  static inline std::uint64_t stale_tail = 0;
+  static inline int stale_loads_left = 0;
+  template <class T>
+  struct producer_ref : std::atomic_ref<T> {
+    explicit producer_ref(T& word) : std::atomic_ref<T>(word), address(&word) {}
+    T load(std::memory_order order) const noexcept {
+      if (address == tail_address && stale_loads_left > 0) {
+        --stale_loads_left;
+        return static_cast<T>(stale_tail);
+      }
+      return std::atomic_ref<T>::load(order);
+    }
+    const T* address;
+  };
+};
+}  // namespace
+
+TEST_CASE("a producer that read a stale tail reloads it instead of seeing an empty ring as full") {
+  host_ring_allocation mem(256);
+  ring_reader reader(mem.host);
+  for (int i = 0; i < 4; ++i) {  // producers and the reader have moved to position 128
+    REQUIRE(write_record(mem.producer, 1, 16, 1));
+    reader.release(reader.peek());
+  }
+  reader.publish();
+  const std::uint64_t tail = mem.producer.producer->tail;
+  REQUIRE(tail == 128);
+  REQUIRE(mem.host.consumer->head == 128);
+  mem.producer.producer->head_cache = 128;
+  stale_tail_atomics::tail_address = &mem.producer.producer->tail;
+  stale_tail_atomics::stale_tail = 64;  // an older tail: the reader is already past it
+  stale_tail_atomics::stale_loads_left = 1;
+  std::uint64_t pos = 0;
+  CHECK(try_claim<stale_tail_atomics>(mem.producer, record_bytes(16), pos));  // the ring is empty: it fits
+  CHECK(pos == 128);
+  CHECK(stale_tail_atomics::stale_loads_left == 0);
+}

@@ -18,6 +18,8 @@ TEST_CASE("devices, errors, policies and statistics print with {fmt}") {
   rx.outfeed(*cpus.local_devices()[0]).tap(point, 5);
   rx.close();
   const std::string text = fmt::format("{}", rx.stats());
-  CHECK(text == "cpu:0: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored\n"
-                "total: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored");
+  CHECK(text == "cpu:0: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored, 0 lost at close\n"
+                "total: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored, 0 lost at close");
+  const devtap::consumer_failure failure{"cpu:1", "bad-callable", "boom", {}};
+  CHECK(fmt::format("{}", failure) == "[cpu:1] bad-callable: boom");
 }

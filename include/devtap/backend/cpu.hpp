@@ -123,6 +123,8 @@ public:
     return std::make_unique<detail::host_ring_allocation>(capacity);
   }
 
+  bool runs_on_this_thread() const noexcept override { return executor_.on_executor_thread(); }
+
   /** Queues `fn` behind the work already submitted; an exception from `fn` is logged. */
   void after_pending_work(std::function<void()> fn) override {
     executor_.post([this, fn = std::move(fn)] {
@@ -159,7 +161,7 @@ public:
   std::string_view platform() const noexcept override { return detail::cpu_platform; }
   int process_index() const noexcept override { return process_.index; }
   /** Number of processes in this job (1 without a launcher). */
-  int process_count() const noexcept { return process_.count; }
+  int process_count() const noexcept override { return process_.count; }
   std::span<device* const> local_devices() const noexcept override { return views_; }
   /** The same devices, typed. */
   std::span<cpu_device* const> cpu_devices() const noexcept { return cpu_views_; }

@@ -101,7 +101,7 @@ public:
   std::string_view platform() const noexcept override { return detail::cuda_platform; }
   int process_index() const noexcept override { return process_.index; }
   /** Number of processes in this job (1 without a launcher). */
-  int process_count() const noexcept { return process_.count; }
+  int process_count() const noexcept override { return process_.count; }
   std::span<device* const> local_devices() const noexcept override { return views_; }
 
 private:

@@ -56,16 +56,8 @@ inline std::size_t device_count(std::string_view name) { return default_registry
 inline std::size_t device_count() { return default_registry_instance().device_count(); }
 /** This process's index (default backend). */
 inline int process_index() { return default_registry_instance().process_index(); }
-/** Number of processes (default backend); 1 without a launcher. `client` has no virtual for it, so
- * the count comes from the concrete client this registry can hold. */
-inline int process_count() {
-  client& c = get_backend();
-  if (auto* cpu = dynamic_cast<cpu_client*>(&c)) return cpu->process_count();
-#if defined(DEVTAP_WITH_CUDA)
-  if (auto* gpu = dynamic_cast<cuda_client*>(&c)) return gpu->process_count();
-#endif
-  return current_process().count;  // unreachable: the default registry holds only the clients above
-}
+/** Number of processes (default backend); 1 without a launcher. */
+inline int process_count() { return get_backend().process_count(); }
 /** The cpu backend's devices, typed (initialises cpu; counts as asking for cpu). */
 inline std::span<cpu_device* const> cpu_devices() { return as_cpu_client(get_backend("cpu")).cpu_devices(); }
 

@@ -1,5 +1,6 @@
 #pragma once
 /** `device` and `client`: what every backend provides, whatever it runs on. */
+#include <devtap/backend/process.hpp>
 #include <devtap/config.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/fwd.hpp>
@@ -42,6 +43,9 @@ public:
   virtual std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) = 0;
   /** Calls `fn` once all work submitted to the device so far has finished (cpu: queued behind it). */
   virtual void after_pending_work(std::function<void()> fn) = 0;
+  /** True on a thread that runs this device's work (a cpu device's executor): waiting there for the
+   *  device's pending work would wait forever. */
+  virtual bool runs_on_this_thread() const noexcept { return false; }
   /** True when host threads may tap into this device's ring (false for CUDA: its ring tail lives on the GPU). */
   virtual bool host_can_tap() const noexcept { return true; }
 
@@ -99,6 +103,8 @@ public:
   virtual std::string_view platform() const noexcept = 0;
   /** This process's index among the launcher's processes (0 without a launcher). */
   virtual int process_index() const noexcept = 0;
+  /** Number of processes of the launcher (1 without one); a backend may know better. */
+  virtual int process_count() const noexcept { return current_process().count; }
   /** The devices this process can use. */
   virtual std::span<device* const> local_devices() const noexcept = 0;
   /** Number of local devices. */

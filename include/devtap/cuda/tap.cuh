@@ -138,10 +138,12 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   const std::uint64_t payload = encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
   const std::uint64_t limit = max_record_bytes(ring.capacity);
-  const bool attached = point.id != end_of_stream_id;
+  // A tap_point of no receiver (id 0 would end the stream) or of another one: dropped, counted, reported.
+  const bool attached = point.id != end_of_stream_id && point.receiver == out.receiver_id();
   const bool sendable = attached && bytes <= limit;
   if (!attached) {
-    count_dropped<cuda_atomics>(ring, 1, bytes);  // a tap_point no receiver attached: id 0 would end the stream
+    count_dropped<cuda_atomics>(ring, 1, bytes);
+    set_sticky<cuda_atomics>(ring, sticky_stale_point, 0);
   } else if (!sendable) {
     set_sticky<cuda_atomics>(ring, sticky_record_too_large, refused_size_detail(payload));
   }
@@ -200,11 +202,13 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
   const unsigned rank = lanes_below(mask);
   const std::uint64_t payload = shfl_u64(mask, encoded_size(value), leader);
   const std::uint64_t bytes = record_bytes(payload);
-  if (point.id == end_of_stream_id || bytes > max_record_bytes(ring.capacity)) {
+  const bool attached = point.id != end_of_stream_id && point.receiver == out.receiver_id();
+  if (!attached || bytes > max_record_bytes(ring.capacity)) {
     if (lane == leader) {
-      if (point.id == end_of_stream_id)
+      if (!attached) {
         count_dropped<cuda_atomics>(ring, 1, bytes);
-      else
+        set_sticky<cuda_atomics>(ring, sticky_stale_point, 0);
+      } else
         set_sticky<cuda_atomics>(ring, sticky_record_too_large, refused_size_detail(payload));
     }
     return;

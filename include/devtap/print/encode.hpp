@@ -140,14 +140,14 @@ DEVTAP_HOST_DEVICE inline void print_send(const printer& p, const Args&... args)
   const tap_point<std::span<const std::byte>>& point = p.point().point;
   if constexpr (Sig::span_count == 0) {
     rec.head.count = sizeof(record) - 8;
-    p.out().tap(tap_point<record>{point.id, point.fingerprint}, rec);
+    p.out().tap(tap_point<record>{point.id, point.fingerprint, point.receiver}, rec);
   } else {
     rec.head.count = sizeof(record) - 8 + (print_span_bytes(args) + ... + 0);
     using value_type = typename print_with_spans<std::tuple<record>, Args...>::type;
     value_type value;
     std::get<0>(value) = rec;
     print_put_spans<Sig>(value, std::index_sequence_for<Args...>{}, args...);
-    p.out().tap(tap_point<value_type>{point.id, point.fingerprint}, value);
+    p.out().tap(tap_point<value_type>{point.id, point.fingerprint, point.receiver}, value);
   }
 }
 

@@ -24,7 +24,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <map>
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -43,13 +43,30 @@ struct device_stream {
       ignored{0};
   std::atomic<std::uint64_t> consumed{0};  // reader position after released records: flush() waits on it
   std::atomic<bool> device_done{false};    // producers that cannot write an end marker (CUDA) are done
+  // Set by close() when it gives up on this device: the reader calls no consumer again; it counts
+  // what is left in the ring (lost_at_close) and sets `reader_exited`.
+  std::atomic<bool> abandoned{false};
+  std::atomic<bool> reader_exited{false};
+  std::atomic<std::uint64_t> lost_at_close{0};
   std::atomic<bool> finished{false};
-  std::string failure;                     // written before `finished`
+  // Written by the reader before `finished`; read by close() after it.
+  std::string failure;
+  std::map<std::uint32_t, std::uint64_t> unknown_by_id;   // consumer id -> records skipped
+  std::map<std::uint32_t, std::uint64_t> mismatch_by_id;  // consumer id -> records skipped
   std::jthread thread;
 };
 
+/** The ids of receivers: a tap_point carries its receiver's, so a point of another never delivers. */
+inline std::uint32_t next_receiver_id() noexcept {
+  static std::atomic<std::uint32_t> last{0};
+  std::uint32_t id = last.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (id == 0) id = last.fetch_add(1, std::memory_order_relaxed) + 1;  // 0 means "no receiver"
+  return id;
+}
+
 /** What a receiver's threads share: the consumer table, the failures, the finish signal. */
 struct receiver_state {
+  std::uint32_t id = next_receiver_id();
   std::string name;
   receiver_options options;
   std::vector<std::unique_ptr<device_stream>> streams;
@@ -119,6 +136,10 @@ public:
             end_stream();  // publishes the position once the consumers have seen the end
             return;
           }
+          if (stream_.abandoned.load(std::memory_order_acquire)) {
+            count_lost();
+            return;
+          }
           dispatch(rec);
           reader_.release(rec);
           if (++since_progress % progress_every == 0) publish_progress();
@@ -141,7 +162,10 @@ public:
         }
         continue;
       }
-      if (stop.stop_requested()) return;  // abandoned at a close() timeout
+      if (stop.stop_requested()) {  // abandoned at a close() timeout, with the ring empty
+        count_lost();
+        return;
+      }
       // Idle: spin (with pause) for ~20 µs so a trickle of records is picked up at once, then yield,
       // then sleep; the spin costs CPU only while records keep coming.
       if (idle++ == 0) idle_since = std::chrono::steady_clock::now();
@@ -185,7 +209,7 @@ private:
     consumer_entry* entry = lookup(id);
     if (entry == nullptr) {
       add_owned(stream_.unknown_ids, 1);
-      if (reported_.insert(id).second)
+      if (stream_.unknown_by_id[id]++ == 0)
         log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
             state_.name, id, stream_.device_name);
       return;
@@ -207,7 +231,7 @@ private:
         break;
       case delivery::mismatch:
         add_owned(stream_.mismatches, 1);
-        if (reported_.insert(id).second)
+        if (stream_.mismatch_by_id[id]++ == 0)
           log(log_level::error,
               "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
               "{} payload bytes; skipped; logged once)",
@@ -235,6 +259,24 @@ private:
     stream_.consumed.store(reader_.position(), std::memory_order_release);
     log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
     state_.mark_finished(stream_);
+  }
+
+  // The reader's last act on a device close() gave up on: count, without delivering, the records
+  // still committed in the ring, so they are reported rather than silently gone.
+  void count_lost() {
+    publish_progress();
+    std::uint64_t lost = 0;
+    for (record_ref rec = reader_.peek(); rec.kind == record_kind::data || rec.kind == record_kind::skip;
+         rec = reader_.peek()) {
+      if (rec.kind == record_kind::data && rec.header->consumer_id != end_of_stream_id) ++lost;
+      reader_.release(rec);
+    }
+    reader_.publish();
+    stream_.lost_at_close.store(lost, std::memory_order_relaxed);
+    if (lost != 0)
+      log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
+          state_.name, lost, stream_.device_name);
+    stream_.reader_exited.store(true, std::memory_order_release);
   }
 
   void stop_malformed(const record_ref& rec) {
@@ -268,7 +310,6 @@ private:
   ring_reader reader_;
   std::vector<std::shared_ptr<consumer_entry>> table_;
   std::uint32_t table_version_ = ~0u;
-  std::unordered_set<std::uint32_t> reported_;  // ids already logged as unknown or mismatched
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
 };
 
@@ -285,7 +326,30 @@ inline std::string sticky_error_text(const device_stream& stream) {
             "); raise receiver_options::budget_bytes";
   if (code & sticky_ring_full)
     text += std::string(text.empty() ? "" : "; ") + "taps on the device found its ring full (overflow_policy::error)";
+  if (code & sticky_stale_point)
+    text += std::string(text.empty() ? "" : "; ") +
+            "taps through a tap_point of another receiver, or of none, were dropped (counted in dropped_records)";
   return text;
+}
+
+/** What close() reports about one device beyond consumer exceptions: a stopped stream, what
+ *  producers that cannot throw left in the sticky word, and records for unknown ids or of the wrong
+ *  type (per id, with counts). The reader's own fields are read only once it has finished or exited. */
+inline void add_stream_failures(const device_stream& stream, const std::vector<std::shared_ptr<consumer_entry>>& entries,
+                                std::vector<consumer_failure>& failures) {
+  const bool reader_done =
+      stream.finished.load(std::memory_order_acquire) || stream.reader_exited.load(std::memory_order_acquire);
+  if (reader_done && !stream.failure.empty()) failures.push_back({stream.device_name, "(stream)", stream.failure, {}});
+  if (std::string sticky = sticky_error_text(stream); !sticky.empty())
+    failures.push_back({stream.device_name, "(device)", std::move(sticky), {}});
+  if (!reader_done) return;
+  for (const auto& [id, count] : stream.unknown_by_id)
+    failures.push_back({stream.device_name, "#" + std::to_string(id),
+                        std::to_string(count) + " record(s) for unknown consumer id " + std::to_string(id) + " skipped",
+                        {}});
+  for (const auto& [id, count] : stream.mismatch_by_id)
+    failures.push_back({stream.device_name, id - 1 < entries.size() ? entries[id - 1]->name : "#" + std::to_string(id),
+                        std::to_string(count) + " record(s) that do not match the consumer's type skipped", {}});
 }
 
 }  // namespace detail

@@ -90,8 +90,9 @@ public:
       stream->index = i;
       stream->device_name = devs[i]->name();
       stream->ring = devs[i]->allocate_ring(capacity);
-      stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, stream->device_name.c_str(),
-                                     stream->ring->host_can_produce);
+      // The device's own name, not the stream's copy: a tap that fails after the receiver is gone names it.
+      stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, devs[i]->name().c_str(),
+                                    stream->ring->host_can_produce, state_->id);
       state_->streams.push_back(std::move(stream));
     }
     for (std::size_t i = 0; i < state_->streams.size(); ++i) {
@@ -114,6 +115,12 @@ public:
   /** Closes if `close()` was not called; never throws: logs what close() would have thrown. */
   ~receiver() {
     if (closed_) return;
+    if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
+      log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
+          where);
+      abandon_all();
+      return;
+    }
     try {
       close();
     } catch (const std::exception& e) {
@@ -150,30 +157,52 @@ public:
   /** Returns once everything committed before the call has been consumed. Launches no device work.
    *  Throws timeout_error after close_timeout, naming the devices still behind. */
   void flush() {
-    std::vector<std::uint64_t> targets;
-    for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position());
+    refuse_inside("flush()", false);
+    flush_until(detail::deadline_after(state_->options.close_timeout), "flush()");
+  }
+
+  /** Returns once the work submitted to every device before the call has finished and every record
+   *  that work tapped has been consumed (the reference runtime's barrier_wait). cpu: behind each
+   *  executor's queue; CUDA: after the device's pending work, on a helper thread. Bounded by
+   *  close_timeout (timeout_error naming the devices still busy or behind). */
+  void barrier() {
+    refuse_inside("barrier()", true);
     const auto deadline = detail::deadline_after(state_->options.close_timeout);
-    for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
-      std::vector<std::string> behind;
-      for (std::size_t i = 0; i < targets.size(); ++i) {
-        const auto& stream = *state_->streams[i];
-        const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
-        if (!stream.finished.load(std::memory_order_acquire) && static_cast<std::int64_t>(done - targets[i]) < 0)
-          behind.push_back(stream.device_name);
-      }
-      if (behind.empty()) return;
-      if (std::chrono::steady_clock::now() > deadline)
-        throw timeout_error("devtap: receiver '" + state_->name + "': flush() timed out; devices behind: " +
-                                detail::join(behind, std::identity{}),
-                            behind);
-      std::this_thread::sleep_for(pause);
+    struct pending_work {
+      std::mutex mutex;
+      std::condition_variable cv;
+      std::vector<char> done;
+    };
+    auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
+    work->done.assign(state_->streams.size(), 0);
+    for (std::size_t i = 0; i < state_->streams.size(); ++i)
+      state_->streams[i]->dev->after_pending_work([work, i] {
+        {
+          std::lock_guard lock(work->mutex);
+          work->done[i] = 1;
+        }
+        work->cv.notify_all();
+      });
+    std::vector<std::string> busy;
+    {
+      std::unique_lock lock(work->mutex);
+      work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
+      for (std::size_t i = 0; i < work->done.size(); ++i)
+        if (!work->done[i]) busy.push_back(state_->streams[i]->device_name);
     }
+    if (!busy.empty())
+      throw timeout_error("devtap: receiver '" + state_->name + "': barrier() timed out after " +
+                              std::to_string(state_->options.close_timeout.count()) +
+                              " ms; devices whose work did not finish: " + detail::join(busy, std::identity{}),
+                          busy);
+    flush_until(deadline, "barrier()");
   }
 
   /** Ends every stream after the work already submitted, waits for the consumers, joins the threads.
    *  Throws timeout_error (devices that did not finish) or tap_error (every consumer failure). */
   void close() {
     if (closed_) return;
+    refuse_inside("close()", true);
     closed_ = true;
     auto& state = *state_;
     for (auto& stream : state.streams) {
@@ -204,36 +233,43 @@ public:
         stream->thread.join();
       } else {
         stuck.push_back(stream->device_name);
-        stream->thread.request_stop();
-        detail::close_ring(stream->ring->host, detail::ring_reader_gone);
+        abandon(*stream);
       }
       stream->dev->detach(&stream->out);
     }
     for (auto& stream : state.streams) {
       if (!stream->thread.joinable()) continue;
-      // A reader stuck inside a consumer cannot be joined without hanging: give it a moment, then let it go
-      // (it owns a reference to the shared state, so nothing it touches is freed under it).
-      for (int i = 0; i < 100 && !stream->finished.load(std::memory_order_acquire); ++i)
+      // A reader stuck inside a consumer cannot be joined without hanging: give it a moment to count what
+      // it leaves, then let it go (it owns a reference to the shared state: nothing it touches is freed).
+      for (int i = 0; i < 100 && !stream->reader_exited.load(std::memory_order_acquire); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if (stream->thread.joinable()) stream->thread.detach();
+      if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
+      else stream->thread.detach();
+    }
+    std::vector<std::string> stuck_described;
+    for (const auto& name : stuck) {
+      const detail::device_stream& stream = stream_named(name);
+      stuck_described.push_back(
+          name + (stream.reader_exited.load(std::memory_order_acquire)
+                      ? " (" + std::to_string(stream.lost_at_close.load(std::memory_order_relaxed)) +
+                            " records not delivered)"
+                      : " (a consumer is still running; what its ring holds is counted in stats().lost_at_close)"));
     }
     std::vector<consumer_failure> failures;
     {
       std::lock_guard lock(state.failures_mutex);
       failures = state.failures;
     }
-    for (auto& stream : state.streams) {
-      if (!stream->failure.empty() && stream->finished.load(std::memory_order_acquire))
-        failures.push_back({stream->device_name, "(stream)", stream->failure, {}});
-      if (std::string sticky = detail::sticky_error_text(*stream); !sticky.empty())
-        failures.push_back({stream->device_name, "(device)", std::move(sticky), {}});
+    {
+      std::lock_guard lock(state.table_mutex);
+      for (auto& stream : state.streams) detail::add_stream_failures(*stream, state.entries, failures);
     }
     std::string errors;
     for (const auto& f : failures) errors += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
     if (!stuck.empty())
       throw timeout_error("devtap: receiver '" + state.name + "': close() timed out after " +
                               std::to_string(state.options.close_timeout.count()) +
-                              " ms; devices that did not finish: " + detail::join(stuck, std::identity{}) +
+                              " ms; devices that did not finish: " + detail::join(stuck_described, std::identity{}) +
                               (errors.empty() ? "" : "; also:" + errors),
                           stuck);
     if (!failures.empty()) {
@@ -255,6 +291,7 @@ public:
       d.type_mismatches = stream->mismatches.load(std::memory_order_relaxed);
       d.consumer_errors = stream->consumer_errors.load(std::memory_order_relaxed);
       d.ignored = stream->ignored.load(std::memory_order_relaxed);
+      d.lost_at_close = stream->lost_at_close.load(std::memory_order_relaxed);
       auto* words = stream->ring->host.consumer;
       d.dropped_records = std::atomic_ref<std::uint64_t>(words->dropped_records).load(std::memory_order_relaxed);
       d.dropped_bytes = std::atomic_ref<std::uint64_t>(words->dropped_bytes).load(std::memory_order_relaxed);
@@ -289,7 +326,65 @@ private:
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);
-    return tap_point<T>{id, type_fingerprint_v<T>};
+    return tap_point<T>{id, type_fingerprint_v<T>, state_->id};
+  }
+
+  // Where a wait for the streams would wait for itself: a device's own work (close, barrier, or the
+  // destructor waits behind it) or a reader thread (a consumer calling in). Null when neither.
+  const char* inside(bool devices_too = true) const {
+    for (const auto& stream : state_->streams) {
+      if (stream->thread.get_id() == std::this_thread::get_id()) return "a consumer of this receiver";
+      if (devices_too && stream->dev->runs_on_this_thread()) return "the work of one of its devices";
+    }
+    return nullptr;
+  }
+  void refuse_inside(const char* call, bool devices_too) const {
+    if (const char* where = inside(devices_too))
+      throw std::logic_error(std::string("devtap: receiver '") + state_->name + "': " + call + " called from " + where +
+                             ", which it would wait for; call it from another thread");
+  }
+
+  // Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps
+  // and the end marker stop waiting for space.
+  static void abandon(detail::device_stream& stream) {
+    stream.abandoned.store(true, std::memory_order_release);
+    stream.thread.request_stop();
+    detail::close_ring(stream.ring->host, detail::ring_reader_gone);
+    detail::wake_reader(stream.ring->host);
+  }
+  void abandon_all() {
+    closed_ = true;
+    for (auto& stream : state_->streams) {
+      abandon(*stream);
+      stream->dev->detach(&stream->out);
+      if (stream->thread.joinable() && stream->thread.get_id() != std::this_thread::get_id()) stream->thread.detach();
+    }
+  }
+
+  void flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {
+    std::vector<std::uint64_t> targets;
+    for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position());
+    for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
+      std::vector<std::string> behind;
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        const auto& stream = *state_->streams[i];
+        const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
+        if (!stream.finished.load(std::memory_order_acquire) && static_cast<std::int64_t>(done - targets[i]) < 0)
+          behind.push_back(stream.device_name);
+      }
+      if (behind.empty()) return;
+      if (std::chrono::steady_clock::now() > deadline)
+        throw timeout_error("devtap: receiver '" + state_->name + "': " + call + " timed out; devices behind: " +
+                                detail::join(behind, std::identity{}),
+                            behind);
+      std::this_thread::sleep_for(pause);
+    }
+  }
+
+  const detail::device_stream& stream_named(const std::string& name) const {
+    for (const auto& stream : state_->streams)
+      if (stream->device_name == name) return *stream;
+    throw std::logic_error("devtap: no stream named " + name);
   }
 
   detail::device_stream& stream_of(const device& dev) const {

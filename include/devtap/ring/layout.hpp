@@ -56,6 +56,7 @@ inline constexpr std::uint32_t ring_ending = 1;       // no new taps: the stream
 inline constexpr std::uint32_t ring_reader_gone = 2;  // the reader stopped: nobody frees space any more
 inline constexpr std::uint32_t sticky_record_too_large = 1;  // a record over max_record_bytes was refused
 inline constexpr std::uint32_t sticky_ring_full = 2;         // overflow_policy::error met a full ring
+inline constexpr std::uint32_t sticky_stale_point = 4;       // a tap_point of another (or no) receiver
 inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;  // keeps lengths in 30 bits
 
 DEVTAP_HOST_DEVICE constexpr std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }

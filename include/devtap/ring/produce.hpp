@@ -24,6 +24,10 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
       const std::uint64_t h =
           typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->head).load(Atomics::acquire);
       head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
+      if (static_cast<std::int64_t>(h - t) > 0) {  // `t` is stale: the reader is past it, so the ring
+        t = tail.load(Atomics::relaxed);           // is not full; the difference would wrap. Retry.
+        continue;
+      }
       if (t + pad + bytes - h > ring.capacity) return false;
     }
     // acq_rel: a claim after the end-of-stream claim sees `closed` (close.hpp sets it first).

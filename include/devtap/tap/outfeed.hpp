@@ -20,8 +20,10 @@ DEVTAP_BEGIN_NAMESPACE
 class outfeed {
 public:
   outfeed() = default;
-  outfeed(const detail::ring_view& ring, overflow_policy policy, const char* device_name, bool host_can_produce) noexcept
-      : ring_(ring), policy_(policy), device_name_(device_name), host_can_produce_(host_can_produce) {}
+  outfeed(const detail::ring_view& ring, overflow_policy policy, const char* device_name, bool host_can_produce,
+          std::uint32_t receiver_id) noexcept
+      : ring_(ring), policy_(policy), receiver_id_(receiver_id), device_name_(device_name),
+        host_can_produce_(host_can_produce) {}
 
   /** Sends `value` to the consumer behind `point`. Host: may block (policy `block`) or throw. */
   template <class T>
@@ -32,6 +34,8 @@ public:
 
   DEVTAP_HOST_DEVICE const detail::ring_view& ring() const noexcept { return ring_; }
   DEVTAP_HOST_DEVICE overflow_policy policy() const noexcept { return policy_; }
+  /** The receiver this ring belongs to: only its tap points may tap here. */
+  DEVTAP_HOST_DEVICE std::uint32_t receiver_id() const noexcept { return receiver_id_; }
   const char* device_name() const noexcept { return device_name_; }
   /** False for a CUDA device's ring: only its kernels can tap into it. */
   bool host_can_produce() const noexcept { return host_can_produce_; }
@@ -39,6 +43,7 @@ public:
 private:
   detail::ring_view ring_{};
   overflow_policy policy_ = overflow_policy::block;
+  std::uint32_t receiver_id_ = 0;
   const char* device_name_ = "";  // host string, for error messages only
   bool host_can_produce_ = true;
 };
@@ -70,7 +75,12 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   if (!out.host_can_produce())
     throw outfeed_error(std::string("devtap: device '") + out.device_name() +
                         "' takes taps from its own kernels only (pass this outfeed to a kernel)");
-  if (point.id == end_of_stream_id) throw outfeed_error("devtap: tap through a tap_point that no receiver attached");
+  if (point.id == end_of_stream_id || point.receiver == 0)
+    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
+                        "' through a tap_point that no receiver attached (nothing was written)");
+  if (point.receiver != out.receiver_id())  // ids restart in every receiver: never deliver to a stranger
+    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
+                        "' through a tap_point of another receiver, or of a closed one (nothing was written)");
   std::uint64_t pos;
   switch (claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos)) {
     case claim_status::claimed:

@@ -11,6 +11,7 @@ template <class T>
 struct tap_point {
   std::uint32_t id = 0;           ///< consumer id within its receiver (0 = none)
   std::uint64_t fingerprint = 0;  ///< structural fingerprint of T, checked by the receiver
+  std::uint32_t receiver = 0;     ///< the receiver that attached it (0 = none): a tap checks it against the outfeed's
 };
 
 DEVTAP_END_NAMESPACE
