@@ -1,9 +1,11 @@
 #pragma once
 /** `receiver_options`: how a receiver is set up. */
+#include <devtap/backend/default.hpp>
 #include <devtap/config.hpp>
 #include <devtap/fwd.hpp>
 #include <devtap/ring/layout.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -23,6 +25,27 @@ struct receiver_options {
 };
 
 namespace detail {
+/** now() + `timeout`, capped at a century: milliseconds::max() means "wait as long as it takes",
+ *  not an overflow that times out at once. */
+inline std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
+  constexpr auto century = std::chrono::hours(24 * 365 * 100);
+  return std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(std::max(timeout, std::chrono::milliseconds::zero()), century);
+}
+
+/** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
+inline std::vector<device*> resolve_receiver_devices(const receiver_options& options) {
+  if (!options.devices.empty()) return options.devices;
+  std::vector<device*> out;
+  if (!options.backends.empty()) {
+    for (const auto& name : options.backends)
+      for (device* d : devtap::devices(name)) out.push_back(d);
+  } else {
+    for (client* c : devtap::backends())
+      for (device* d : c->local_devices()) out.push_back(d);
+  }
+  return out;
+}
+
 /** "block", "drop" or "error": the policy as logs and messages name it. */
 constexpr std::string_view policy_name(overflow_policy p) noexcept {
   switch (p) {

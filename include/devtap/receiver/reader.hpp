@@ -14,6 +14,7 @@
 #include <devtap/ring/wake.hpp>
 #include <devtap/tap/outfeed.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -330,6 +331,33 @@ inline std::string sticky_error_text(const device_stream& stream) {
     text += std::string(text.empty() ? "" : "; ") +
             "taps through a tap_point of another receiver, or of none, were dropped (counted in dropped_records)";
   return text;
+}
+
+/** Waits until the work submitted to each stream's device before the call has finished (its
+ *  after_pending_work callback ran), or `deadline`; returns the devices still busy. */
+inline std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
+                                                      std::chrono::steady_clock::time_point deadline) {
+  struct pending_work {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<char> done;
+  };
+  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
+  work->done.assign(streams.size(), 0);
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    streams[i]->dev->after_pending_work([work, i] {
+      {
+        std::lock_guard lock(work->mutex);
+        work->done[i] = 1;
+      }
+      work->cv.notify_all();
+    });
+  std::vector<std::string> busy;
+  std::unique_lock lock(work->mutex);
+  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
+  for (std::size_t i = 0; i < work->done.size(); ++i)
+    if (!work->done[i]) busy.push_back(streams[i]->device_name);
+  return busy;
 }
 
 /** What close() reports about one device beyond consumer exceptions: a stopped stream, what

@@ -11,6 +11,7 @@
 #include <devtap/log.hpp>
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/receiver/open_receivers.hpp>
 #include <devtap/receiver/options.hpp>
 #include <devtap/receiver/reader.hpp>
 #include <devtap/receiver/stats.hpp>
@@ -25,6 +26,7 @@
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -35,31 +37,6 @@
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
-
-namespace detail {
-
-/** now() + `timeout`, capped at a century: milliseconds::max() means "wait as long as it takes",
- *  not an overflow that times out at once. */
-inline std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds timeout) {
-  constexpr auto century = std::chrono::hours(24 * 365 * 100);
-  return std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(std::max(timeout, std::chrono::milliseconds::zero()), century);
-}
-
-/** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
-inline std::vector<device*> resolve_receiver_devices(const receiver_options& options) {
-  if (!options.devices.empty()) return options.devices;
-  std::vector<device*> out;
-  if (!options.backends.empty()) {
-    for (const auto& name : options.backends)
-      for (device* d : devtap::devices(name)) out.push_back(d);
-  } else {
-    for (client* c : devtap::backends())
-      for (device* d : c->local_devices()) out.push_back(d);
-  }
-  return out;
-}
-
-}  // namespace detail
 
 /** Drains the rings of a set of devices into consumers attached with `attach`. At most one per device. */
 class receiver {
@@ -105,6 +82,12 @@ public:
     }
     for (auto& stream : state_->streams)
       stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
+    {
+      auto& list = detail::open_receivers();
+      std::lock_guard lock(list.mutex);
+      if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
+      list.open.push_back(this);
+    }
     log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
         state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
   }
@@ -114,6 +97,7 @@ public:
 
   /** Closes if `close()` was not called; never throws: logs what close() would have thrown. */
   ~receiver() {
+    forget();
     if (closed_) return;
     if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
       log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
@@ -168,28 +152,7 @@ public:
   void barrier() {
     refuse_inside("barrier()", true);
     const auto deadline = detail::deadline_after(state_->options.close_timeout);
-    struct pending_work {
-      std::mutex mutex;
-      std::condition_variable cv;
-      std::vector<char> done;
-    };
-    auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
-    work->done.assign(state_->streams.size(), 0);
-    for (std::size_t i = 0; i < state_->streams.size(); ++i)
-      state_->streams[i]->dev->after_pending_work([work, i] {
-        {
-          std::lock_guard lock(work->mutex);
-          work->done[i] = 1;
-        }
-        work->cv.notify_all();
-      });
-    std::vector<std::string> busy;
-    {
-      std::unique_lock lock(work->mutex);
-      work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
-      for (std::size_t i = 0; i < work->done.size(); ++i)
-        if (!work->done[i]) busy.push_back(state_->streams[i]->device_name);
-    }
+    const std::vector<std::string> busy = detail::wait_for_pending_work(state_->streams, deadline);
     if (!busy.empty())
       throw timeout_error("devtap: receiver '" + state_->name + "': barrier() timed out after " +
                               std::to_string(state_->options.close_timeout.count()) +
@@ -204,6 +167,7 @@ public:
     if (closed_) return;
     refuse_inside("close()", true);
     closed_ = true;
+    forget();
     auto& state = *state_;
     for (auto& stream : state.streams) {
       detail::device_stream* s = stream.get();
@@ -381,6 +345,12 @@ private:
     }
   }
 
+  void forget() noexcept {  // no longer open: the exit handler leaves it alone
+    auto& list = detail::open_receivers();
+    std::lock_guard lock(list.mutex);
+    std::erase(list.open, this);
+  }
+
   const detail::device_stream& stream_named(const std::string& name) const {
     for (const auto& stream : state_->streams)
       if (stream->device_name == name) return *stream;
@@ -396,5 +366,25 @@ private:
   std::shared_ptr<detail::receiver_state> state_;
   bool closed_ = false;
 };
+
+/** At normal exit: closes every receiver still open (drained within its close_timeout; consumers see
+ *  their end of stream) and logs what could not be delivered. */
+inline void detail::close_open_receivers_at_exit() {
+  std::vector<receiver*> open;
+  {
+    auto& list = open_receivers();
+    std::lock_guard lock(list.mutex);
+    open.swap(list.open);
+  }
+  for (receiver* rx : open) {
+    try {
+      rx->close();
+    } catch (const std::exception& e) {
+      log(log_level::error, "receiver '{}' closed at exit: {}", rx->name(), e.what());
+    } catch (...) {
+      log(log_level::error, "receiver '{}' closed at exit with an unknown error", rx->name());
+    }
+  }
+}
 
 DEVTAP_END_NAMESPACE
