@@ -116,3 +116,44 @@ TEST_CASE("fingerprints are structural", "[fingerprint]") {
   // The function form gives the same value, at compile time.
   STATIC_REQUIRE(devtap::type_fingerprint<ifd>() == type_fingerprint_v<ifd>);
 }
+
+namespace {
+
+// Opaque classes of each kind the documentation names (docs/guide.md, section 3; the comment at
+// the top of fingerprint.hpp): each 8 bytes, 4-aligned, holding an int32 then a float.
+class private_if { std::int32_t a_ = 0; float b_ = 0; public: float sum() const { return a_ + b_; } };
+class private_fi { float a_ = 0; std::int32_t b_ = 0; public: float sum() const { return a_ + b_; } };
+struct ctor_if { ctor_if() = default; std::int32_t a; float b; };  // a user-declared constructor
+struct base_i { std::int32_t a; };
+struct derived_if : base_i { float b; };                            // a base class
+union union_if { std::int32_t a; float b[2]; };
+class private_d { double v_ = 0; public: double get() const { return v_; } };      // 8 bytes, 8-aligned
+class private_i3 { std::int32_t v_[3] = {}; public: int get() const { return v_[0]; } };  // 12 bytes
+
+}  // namespace
+
+TEST_CASE("opaque classes are fingerprinted by size and alignment only (documented limitation)",
+          "[fingerprint]") {
+  using devtap::detail::shape;
+  using devtap::detail::shape_of;
+  // What is opaque: private members, a user-declared constructor, a base class, a union.
+  STATIC_REQUIRE(shape_of<private_if> == shape::opaque);
+  STATIC_REQUIRE(shape_of<ctor_if> == shape::opaque);
+  STATIC_REQUIRE(shape_of<derived_if> == shape::opaque);
+  STATIC_REQUIRE(shape_of<union_if> == shape::opaque);
+  STATIC_REQUIRE(shape_of<if_a> == shape::aggregate);
+  // Same size and alignment: the same fingerprint, whatever the members (their order and types).
+  STATIC_REQUIRE(type_fingerprint_v<private_if> == type_fingerprint_v<private_fi>);
+  STATIC_REQUIRE(type_fingerprint_v<private_if> == type_fingerprint_v<ctor_if>);
+  STATIC_REQUIRE(type_fingerprint_v<private_if> == type_fingerprint_v<derived_if>);
+  STATIC_REQUIRE(type_fingerprint_v<private_if> == type_fingerprint_v<union_if>);
+  STATIC_REQUIRE(type_fingerprint_v<opaque8a> == type_fingerprint_v<opaque8b>);  // int64 vs double
+  // Another size or alignment: another fingerprint.
+  STATIC_REQUIRE(type_fingerprint_v<private_if> != type_fingerprint_v<private_d>);   // alignment 4 vs 8
+  STATIC_REQUIRE(type_fingerprint_v<private_if> != type_fingerprint_v<private_i3>);  // size 8 vs 12
+  // Never the fingerprint of a reflected aggregate, tuple or array with the same bytes.
+  STATIC_REQUIRE(type_fingerprint_v<ctor_if> != type_fingerprint_v<if_a>);
+  STATIC_REQUIRE(type_fingerprint_v<private_if> != type_fingerprint_v<std::tuple<std::int32_t, float>>);
+  STATIC_REQUIRE(type_fingerprint_v<private_i3> != type_fingerprint_v<std::int32_t[3]>);
+  STATIC_REQUIRE(type_fingerprint_v<opaque8a> != type_fingerprint_v<std::int64_t>);
+}

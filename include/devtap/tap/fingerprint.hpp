@@ -4,6 +4,14 @@
  * alignment, field layout), checked by the receiver against what a consumer expects. Built only
  * from constexpr type traits, so g++, clang and nvcc (host and device pass) agree; a compiler's
  * pretty name or typeid never enters it.
+ *
+ * Limitation: only aggregates are seen field by field (public fields, no user-declared
+ * constructor, no base class, at most 32 fields; see detail::reflectable_v). Every other class
+ * or union is *opaque* and fingerprinted by its size and alignment alone: `class A { int64_t v; }`
+ * and `class B { double v; }` match, so a record of B that reaches a consumer of A is handed over
+ * as A's bytes, not counted as a type mismatch. An opaque type never matches an aggregate, a
+ * tuple or an array (its own tag), nor an opaque type of another size or alignment. Names never
+ * enter a fingerprint, so same-layout aggregates match too. docs/guide.md, section 3, says so.
  */
 #include <devtap/config.hpp>
 #include <devtap/detail/shape.hpp>
@@ -121,7 +129,8 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_of() {
     fp_children(f, fields{});
     return f.h;
   } else {
-    // Opaque classes (private members, bases, > 32 fields): only their size and alignment.
+    // Opaque classes (private members, user-declared constructors, bases, > 32 fields, unions):
+    // only their size and alignment (see the limitation at the top of this file).
     return fp_node('O').u64(sizeof(U)).u64(alignof(U)).h;
   }
 }
