@@ -260,11 +260,14 @@ TEST_CASE("a record larger than the device's share is refused before anything is
   devtap::cpu_client cpus(1);
   int got = 0;
   devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
-  auto point = rx.attach<std::array<char, 600>>([&](const std::array<char, 600>&) { ++got; });
+  using too_big = std::array<char, 1024 - 16 + 1>;  // one byte more than the 1 KiB ring holds
+  auto point = rx.attach<too_big>([&](const too_big&) { ++got; });
   auto small = rx.attach<int>([&](const int&) { ++got; });
   auto out = rx.outfeed(*cpus.cpu_devices()[0]);
-  CHECK_THROWS_AS(out.tap(point, std::array<char, 600>{}), devtap::outfeed_error);
-  CHECK_THROWS_WITH(out.tap(point, std::array<char, 600>{}), Catch::Contains("larger than device 'cpu:0' accepts"));
+  CHECK_THROWS_AS(out.tap(point, too_big{}), devtap::outfeed_error);
+  CHECK_THROWS_WITH(out.tap(point, too_big{}),
+                    Catch::Equals("devtap: a record of 1009 bytes is larger than device 'cpu:0' accepts (1008 bytes in a "
+                                  "ring of 1 KiB); raise receiver_options::budget_bytes or tap smaller pieces"));
   out.tap(small, 1);
   rx.close();
   CHECK(got == 1);
@@ -653,4 +656,33 @@ TEST_CASE("barrier() on a device whose work does not finish times out, naming it
   }
   release = true;
   rx.close();
+}
+
+TEST_CASE("records above half the ring, up to the whole ring, are delivered under block") {
+  devtap::cpu_client cpus(1);
+  using big = std::array<std::uint8_t, 600>;      // more than half of the 1 KiB ring
+  using whole = std::array<std::uint8_t, 1008>;   // exactly the ring (16-byte header + 1008)
+  std::vector<int> got;
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
+  auto big_point = rx.attach<big>([&](const big& b) { got.push_back(b[0]); });
+  auto whole_point = rx.attach<whole>([&](const whole& w) { got.push_back(w[1007]); });
+  auto small_point = rx.attach<int>([&](const int& v) { got.push_back(v); });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 20; ++i) {  // every offset of the wrap: small records move the tail around
+      ctx.tap(small_point, 1000 + i);
+      big b{};
+      b[0] = static_cast<std::uint8_t>(i);
+      ctx.tap(big_point, b);
+      whole w{};
+      w[1007] = static_cast<std::uint8_t>(100 + i);
+      ctx.tap(whole_point, w);
+    }
+  });
+  rx.close();
+  REQUIRE(got.size() == 60);
+  for (int i = 0; i < 20; ++i) {
+    CHECK(got[3 * i] == 1000 + i);
+    CHECK(got[3 * i + 1] == i);
+    CHECK(got[3 * i + 2] == 100 + i);
+  }
 }

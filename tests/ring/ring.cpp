@@ -157,7 +157,15 @@ TEST_CASE("records of every size up to the maximum survive many wraps") {
   for (int lap = 0; lap < 3; ++lap)
     for (std::uint32_t size = 0; size <= max_payload; ++size) {
       ++seq;
-      REQUIRE(write_record(mem.producer, seq, size, static_cast<std::uint8_t>(seq)));
+      if (!write_record(mem.producer, seq, size, static_cast<std::uint8_t>(seq))) {
+        // Above half the ring, the padding goes first and the record waits for the reader to pass it.
+        REQUIRE(record_bytes(size) > 512);
+        auto pad = reader.peek();
+        REQUIRE(pad.kind == record_kind::skip);
+        reader.release(pad);
+        reader.publish();
+        REQUIRE(write_record(mem.producer, seq, size, static_cast<std::uint8_t>(seq)));
+      }
       auto rec = reader.peek();
       while (rec.kind == record_kind::skip) {
         reader.release(rec);
@@ -255,4 +263,34 @@ TEST_CASE("a producer that read a stale tail reloads it instead of seeing an emp
   CHECK(try_claim<stale_tail_atomics>(mem.producer, record_bytes(16), pos));  // the ring is empty: it fits
   CHECK(pos == 128);
   CHECK(stale_tail_atomics::stale_loads_left == 0);
+}
+
+TEST_CASE("a record's length word never reads as a flag, at any size a ring accepts") {
+  CHECK(max_record_bytes(max_ring_capacity) < discard_flag);
+  CHECK(max_record_bytes(1024) == 1024);
+  CHECK(max_record_bytes(std::uint64_t{1} << 30) == (std::uint64_t{1} << 30) - 8);
+  // The longest length word a committed record can carry is a plain length.
+  const std::uint64_t longest = max_record_bytes(max_ring_capacity);
+  CHECK((longest & (pad_flag | discard_flag)) == 0);
+}
+
+TEST_CASE("a record above half the ring claims its padding alone, then waits for room at the start") {
+  host_ring_allocation mem(256);
+  ring_reader reader(mem.host);
+  REQUIRE(write_record(mem.producer, 1, 64, 1));  // tail at 80
+  // 200 bytes of record: 176 would be padding at 80 (to 256), 176 + 200 > 256: padding alone first.
+  const std::uint64_t bytes = record_bytes(184);
+  REQUIRE(bytes == 200);
+  std::uint64_t pos;
+  CHECK_FALSE(try_claim<host_atomics>(mem.producer, bytes, pos));  // the first record still holds 80 bytes
+  CHECK(mem.producer.producer->tail == 256);                       // but the padding is claimed
+  auto first = reader.peek();
+  REQUIRE(first.kind == record_kind::data);
+  reader.release(first);
+  auto padding = reader.peek();
+  REQUIRE(padding.kind == record_kind::skip);
+  reader.release(padding);
+  reader.publish();
+  REQUIRE(try_claim<host_atomics>(mem.producer, bytes, pos));
+  CHECK(pos == 256);
 }

@@ -57,15 +57,21 @@ inline constexpr std::uint32_t ring_reader_gone = 2;  // the reader stopped: nob
 inline constexpr std::uint32_t sticky_record_too_large = 1;  // a record over max_record_bytes was refused
 inline constexpr std::uint32_t sticky_ring_full = 2;         // overflow_policy::error met a full ring
 inline constexpr std::uint32_t sticky_stale_point = 4;       // a tap_point of another (or no) receiver
-inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;  // keeps lengths in 30 bits
+inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;
+// The largest record in any ring: its length word stays below the flag bits (a record of 2^30 bytes
+// would read as DISCARD).
+inline constexpr std::uint64_t max_record_limit = (std::uint64_t{1} << 30) - 8;
 
 DEVTAP_HOST_DEVICE constexpr std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
 /** Bytes a record with `payload` bytes takes in the ring. */
 DEVTAP_HOST_DEVICE constexpr std::uint64_t record_bytes(std::uint64_t payload) {
   return align8(sizeof(record_header) + payload);
 }
-/** Largest record a ring accepts: half of it, so a record plus the padding before it always fits. */
-DEVTAP_HOST_DEVICE constexpr std::uint64_t max_record_bytes(std::uint64_t capacity) { return capacity / 2; }
+/** Largest record (header included) a ring accepts: the whole ring, up to max_record_limit. A record
+ *  above half the ring may have to wait for the ring to drain (try_claim, produce.hpp). */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t max_record_bytes(std::uint64_t capacity) {
+  return capacity < max_record_limit ? capacity : max_record_limit;
+}
 
 struct ring_producer_side {                // cpu: host memory; CUDA: device memory
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only

@@ -10,17 +10,20 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. */
+/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. A record
+ *  that does not fit before the end of the ring is preceded by padding to the end; when the
+ *  padding and the record together are more than a ring (a record above half the ring), the padding
+ *  is claimed and committed alone first, and the record then waits for room from the ring's start. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos) {
   typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
   typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
   std::uint64_t t = tail.load(Atomics::relaxed);
-  std::uint64_t pad;
   for (;;) {
-    pad = claim_padding(ring.capacity, t, bytes);
-    if (t + pad + bytes - head_cache.load(Atomics::acquire) > ring.capacity) {
+    const std::uint64_t pad = claim_padding(ring.capacity, t, bytes);
+    const std::uint64_t span = pad + bytes > ring.capacity ? pad : pad + bytes;  // padding alone, or both
+    if (t + span - head_cache.load(Atomics::acquire) > ring.capacity) {
       const std::uint64_t h =
           typename Atomics::template shared_ref<std::uint64_t>(ring.consumer->head).load(Atomics::acquire);
       head_cache.store(h, Atomics::release);  // racing stores may leave an older head: only conservative
@@ -28,19 +31,22 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
         t = tail.load(Atomics::relaxed);           // is not full; the difference would wrap. Retry.
         continue;
       }
-      if (t + pad + bytes - h > ring.capacity) return false;
+      if (t + span - h > ring.capacity) return false;
     }
     // acq_rel: a claim after the end-of-stream claim sees `closed` (close.hpp sets it first).
     // seq_cst where the reader may sleep: this CAS and commit()'s look at `reader_sleeping` pair
     // with reader_sleep's flag-then-tail check (wake.hpp), so no commit needs a locked store of its own.
     constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
-    if (tail.compare_exchange_weak(t, t + pad + bytes, order, Atomics::relaxed)) break;
+    if (!tail.compare_exchange_weak(t, t + span, order, Atomics::relaxed)) continue;
+    if (pad != 0)  // the wrap: the rest of the ring becomes one padding record (partner: inspect, read.hpp)
+      typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
+          .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
+    if (span == pad + bytes) {
+      pos = t + pad;
+      return true;
+    }
+    t += pad;  // the padding alone: now claim the record at the start of the ring
   }
-  if (pad != 0)  // the wrap: the rest of the ring becomes one padding record
-    typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
-        .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
-  pos = t + pad;
-  return true;
 }
 
 /** Whether a claim of `bytes` would fit by the producers' cached head alone, without reading the
@@ -53,7 +59,8 @@ DEVTAP_HOST_DEVICE bool fits_cached(const ring_view& ring, std::uint64_t bytes) 
   const std::uint64_t t = typename Atomics::template producer_ref<std::uint64_t>(ring.producer->tail).load(Atomics::relaxed);
   const std::uint64_t h =
       typename Atomics::template producer_ref<std::uint64_t>(ring.producer->head_cache).load(Atomics::relaxed);
-  return t + claim_padding(ring.capacity, t, bytes) + bytes - h <= ring.capacity;
+  const std::uint64_t pad = claim_padding(ring.capacity, t, bytes);
+  return t + (pad + bytes > ring.capacity ? pad : pad + bytes) - h <= ring.capacity;
 }
 
 /** Publishes the record claimed at `pos`, whose payload is already written. */
