@@ -312,13 +312,43 @@ TEST_CASE("every consumer exception is kept and thrown by close() as tap_error; 
     rx.close();
     FAIL("close() should throw");
   } catch (const devtap::tap_error& e) {
-    CHECK(e.failures().size() == 4);  // both consumers on both devices
+    CHECK(e.failures().size() == 2 + 2 * 10);  // the coroutine once per device; the callable on every record
     CHECK_THAT(e.what(), Catch::Contains("[cpu:0] bad-coroutine: coroutine says 3"));
     CHECK_THAT(e.what(), Catch::Contains("[cpu:1] bad-callable: callable always fails"));
   }
   CHECK(healthy == 20);
   auto st = rx.stats().total();
-  CHECK(st.consumer_errors == 2 * (10 - 3) + 2 * 10);  // the failing records and every later one
+  CHECK(st.consumer_errors == 2 * (10 - 3) + 2 * 10);  // the coroutine's failing record and every later one; each callable throw
+}
+
+TEST_CASE("a callable that throws keeps receiving; every exception is kept up to a cap, the rest counted") {
+  devtap::cpu_client cpus(1);
+  std::vector<int> seen;
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::receiver rx({.devices = all(cpus), .name = "flaky"});
+  auto point = rx.attach<int>(
+      [&](const int& v) {
+        seen.push_back(v);
+        if (v % 2 == 1) throw std::runtime_error("odd " + std::to_string(v));
+      },
+      "odd-hater");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 40; ++i) ctx.tap(point, i);
+  });
+  try {
+    rx.close();
+    FAIL("close() should throw");
+  } catch (const devtap::tap_error& e) {
+    REQUIRE(e.failures().size() == 16 + 1);
+    CHECK(e.failures()[0].message == "odd 1");
+    CHECK(e.failures()[15].message == "odd 31");
+    CHECK(e.failures()[16].message == "4 more exception(s), not kept (20 in all)");
+    CHECK(e.failures()[16].consumer == "odd-hater");
+  }
+  devtap::set_log_sink({});
+  CHECK(seen.size() == 40);  // every record reached it, also after it threw
+  CHECK(rx.stats().total().consumer_errors == 20);
+  CHECK(rx.stats().total().records == 20);
 }
 
 TEST_CASE("unknown ids and type mismatches are counted and skipped") {

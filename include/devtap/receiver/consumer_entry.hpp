@@ -249,28 +249,22 @@ class callable_entry final : public consumer_entry {
 
 public:
   callable_entry(std::string name_, Fn fn, bool shared, std::size_t devices)
-      : consumer_entry(type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)),
-        shared_(shared && devices > 1), failed_(devices, 0) {}
+      : consumer_entry(type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)), shared_(shared && devices > 1) {}
 
-  delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) override {
+  // A callable that threw keeps receiving later records (as the reference keeps calling its tap
+  // function): one bad value must not silence the rest of a stream. The reader keeps what it threw.
+  delivery deliver(std::size_t, const device& dev, const std::byte* payload, std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
-    char& failed = failed_[shared_ ? 0 : device_index];
-    if (failed) return delivery::failed_before;
     if constexpr (!receivable<T>) {
       return delivery::mismatch;  // rejected by check_consumer: no second error from inside <optional>
     } else {
       const std::optional<T> value = decode_value<T>(payload, size);
       if (!value) return delivery::mismatch;
-      try {
-        if constexpr (std::invocable<Fn&, const T&, const device&>)
-          fn_(*value, dev);
-        else if constexpr (std::invocable<Fn&, const T&>)
-          fn_(*value);  // else rejected by check_consumer, which already said why
-      } catch (...) {
-        failed = 1;  // every later record for it is counted, not delivered
-        throw;
-      }
+      if constexpr (std::invocable<Fn&, const T&, const device&>)
+        fn_(*value, dev);
+      else if constexpr (std::invocable<Fn&, const T&>)
+        fn_(*value);  // else rejected by check_consumer, which already said why
       return delivery::delivered;
     }
   }
@@ -280,7 +274,6 @@ private:
   Fn fn_;
   const bool shared_;
   std::mutex mutex_;
-  std::vector<char> failed_;
 };
 
 }  // namespace detail

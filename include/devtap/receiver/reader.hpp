@@ -82,7 +82,16 @@ struct receiver_state {
   std::mutex done_mutex;
   std::condition_variable done_cv;
 
+  /** Exceptions kept per consumer and device; later ones are counted (a callable that throws on
+   *  every record must not grow memory without bound). */
+  static constexpr std::uint64_t kept_failures_per_source = 16;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> failures_by_source;  // (device, consumer) -> thrown
+
   void record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error) {
+    {
+      std::lock_guard lock(failures_mutex);
+      if (++failures_by_source[{stream.device_name, consumer_name}] > kept_failures_per_source) return;
+    }
     std::string message = "unknown exception";
     try {
       std::rethrow_exception(error);

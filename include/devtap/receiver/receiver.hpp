@@ -223,6 +223,12 @@ public:
     {
       std::lock_guard lock(state.failures_mutex);
       failures = state.failures;
+      for (const auto& [source, thrown] : state.failures_by_source)
+        if (thrown > state.kept_failures_per_source)
+          failures.push_back({source.first, source.second,
+                              std::to_string(thrown - state.kept_failures_per_source) + " more exception(s), not kept (" +
+                                  std::to_string(thrown) + " in all)",
+                              {}});
     }
     {
       std::lock_guard lock(state.table_mutex);
@@ -274,9 +280,7 @@ public:
 private:
   template <class T, class Fn>
   tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name) {
-    static_assert(detail::coroutine_factory<T, Fn> || detail::value_callable<T, Fn>,
-                  "devtap: a consumer of T is a coroutine `devtap::consumer<T> f(devtap::inbox<T>)` or a callable "
-                  "taking `const T&` (optionally followed by `const devtap::device&`)");
+    static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
     if (closed_) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
     const std::size_t devices = state_->streams.size();
     std::lock_guard lock(state_->table_mutex);
