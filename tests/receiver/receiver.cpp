@@ -716,3 +716,28 @@ TEST_CASE("records above half the ring, up to the whole ring, are delivered unde
     CHECK(got[3 * i + 2] == 100 + i);
   }
 }
+
+TEST_CASE("host threads blocked in a tap when the receiver is destroyed leave with an error, touching live memory") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  for (int round = 0; round < 30; ++round) {
+    std::atomic<int> finished{0};
+    std::vector<std::thread> tappers;
+    {
+      devtap::receiver rx({.devices = all(cpus), .budget_bytes = 256, .close_timeout = 2s});
+      auto point = rx.attach<std::uint64_t>([](const std::uint64_t&) { std::this_thread::sleep_for(50us); });
+      const devtap::outfeed out = rx.outfeed(*dev);
+      for (int t = 0; t < 8; ++t)  // more threads than cores: some wake late, after close() returned
+        tappers.emplace_back([&finished, out, point] {
+          try {
+            for (std::uint64_t i = 0;; ++i) out.tap(point, i);  // blocks on the tiny ring, until closed
+          } catch (const devtap::outfeed_error&) {
+          }
+          finished.fetch_add(1);
+        });
+      std::this_thread::sleep_for(2ms);
+    }  // destroyed while they are blocked or mid-tap (ASan: no use after free)
+    for (auto& t : tappers) t.join();
+    CHECK(finished == 8);
+  }
+}

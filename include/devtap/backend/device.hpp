@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,6 +59,13 @@ public:
                           "' with no receiver attached (create a devtap::receiver for it first); nothing was written");
     return *out;
   }
+  /** Keeps a closed receiver's ring alive until the next one closes on this device (or the device
+   *  goes): a host thread still inside a tap when its receiver was destroyed touches live memory,
+   *  of a ring nobody reads, and leaves with an error. */
+  void retire_ring(std::shared_ptr<detail::ring_allocation> ring) {
+    std::lock_guard lock(retired_mutex_);
+    retired_ring_.swap(ring);  // the one retired before is freed here, after the lock
+  }
   /** Attaches a receiver's `out` (it owns it); false if another receiver already is attached. */
   bool try_attach(const outfeed* out) noexcept {
     const outfeed* expected = nullptr;
@@ -89,6 +97,8 @@ private:
   std::string_view platform_;
   std::string name_;
   int process_index_;
+  std::mutex retired_mutex_;
+  std::shared_ptr<detail::ring_allocation> retired_ring_;
   std::atomic<const outfeed*> attached_{nullptr};  // the attached receiver's handle
 };
 

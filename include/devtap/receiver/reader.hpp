@@ -36,7 +36,7 @@ struct device_stream {
   device* dev = nullptr;
   std::size_t index = 0;  // in the receiver's device list; consumers keep one instance per index
   std::string device_name;
-  std::unique_ptr<ring_allocation> ring;
+  std::shared_ptr<ring_allocation> ring;  // shared with the device, which keeps it past close (device::retire_ring)
   // Producers read `out` on every tap; the reader writes the counters on every record: apart,
   // or each record costs a cache-line transfer (measured: 2x at 16 B).
   alignas(64) devtap::outfeed out;

@@ -200,6 +200,7 @@ public:
         abandon(*stream);
       }
       stream->dev->detach(&stream->out);
+      stream->dev->retire_ring(stream->ring);
     }
     for (auto& stream : state.streams) {
       if (!stream->thread.joinable()) continue;
@@ -325,6 +326,7 @@ private:
     for (auto& stream : state_->streams) {
       abandon(*stream);
       stream->dev->detach(&stream->out);
+      stream->dev->retire_ring(stream->ring);
       if (stream->thread.joinable() && stream->thread.get_id() != std::this_thread::get_id()) stream->thread.detach();
     }
   }

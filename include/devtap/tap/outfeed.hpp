@@ -81,6 +81,10 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   if (point.receiver != out.receiver_id())  // ids restart in every receiver: never deliver to a stranger
     throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
                         "' through a tap_point of another receiver, or of a closed one (nothing was written)");
+  // A closed ring takes no new claim: taps that went on after close() would fill it with aborted
+  // claims and starve the end marker's (a plain load of a line written only at close).
+  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open)
+    throw_closed(out.device_name());
   std::uint64_t pos;
   switch (claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos)) {
     case claim_status::claimed:

@@ -1,0 +1,104 @@
+// Every record tapped is delivered or counted: under each overflow policy, with throwing and
+// returning consumers, unknown ids, type mismatches, stale tap points, and close() racing taps,
+//   tapped = records + dropped_records + lost_at_close + consumer_errors + unknown_ids
+//            + type_mismatches + ignored.
+#include <devtap/backend/cpu.hpp>
+#include <devtap/receiver/receiver.hpp>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+// Taps once; true when the record counts as tapped: it returned, or the ring was full under
+// `error` (the ring counts that record as dropped). Refused taps (closed, stale point) are not.
+template <class Tap>
+bool tapped(Tap&& tap) {
+  try {
+    tap();
+    return true;
+  } catch (const devtap::outfeed_error& e) {
+    return std::string(e.what()).find("is full") != std::string::npos;
+  }
+}
+}  // namespace
+
+TEST_CASE("tapped = delivered + dropped + lost + consumer errors + unknown + mismatched + ignored") {
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  for (auto policy : {devtap::overflow_policy::block, devtap::overflow_policy::drop, devtap::overflow_policy::error}) {
+    CAPTURE(devtap::detail::policy_name(policy));
+    devtap::cpu_client cpus(2);
+    std::vector<devtap::device*> devs{cpus.local_devices().begin(), cpus.local_devices().end()};
+    devtap::tap_point<int> stale;
+    {
+      devtap::receiver old({.devices = devs});
+      stale = old.attach<int>([](const int&) {});
+    }
+    std::atomic<std::uint64_t> tap_count{0};
+    devtap::receiver rx({.devices = devs, .budget_bytes = 2 * 2048, .overflow = policy, .close_timeout = 20s});
+    auto flaky = rx.attach<int>([](const int& v) {
+      if (v % 7 == 0) throw std::runtime_error("seven");
+    });
+    auto quitter = rx.attach<int>([](devtap::inbox<int> in) -> devtap::consumer<int> {
+      for (int n = 0; n < 50; ++n)
+        if (!co_await in.next()) co_return;  // returns early: later records are `ignored`
+    });
+    auto breaker = rx.attach<int>([](devtap::inbox<int> in) -> devtap::consumer<int> {
+      while (auto v = co_await in.next())
+        if (*v == 60) throw std::runtime_error("sixty");  // ends: later records are consumer errors
+    });
+    const auto unknown = devtap::tap_point<int>{999, flaky.fingerprint, flaky.receiver};
+    const auto mismatched = devtap::tap_point<float>{flaky.id, devtap::type_fingerprint_v<float>, flaky.receiver};
+    auto one_round = [&](const devtap::outfeed& out, int i) {
+      std::uint64_t n = 0;
+      n += tapped([&] { out.tap(flaky, i); });
+      n += tapped([&] { out.tap(quitter, i); });
+      n += tapped([&] { out.tap(breaker, i); });
+      if (i % 5 == 0) n += tapped([&] { out.tap(unknown, i); });
+      if (i % 9 == 0) n += tapped([&] { out.tap(mismatched, 1.0f); });
+      if (i % 11 == 0) n += tapped([&] { out.tap(stale, i); });  // refused: never counted
+      tap_count += n;
+    };
+    for (auto* dev : cpus.cpu_devices())
+      (void)dev->submit([&](devtap::cpu_context& ctx) {
+        for (int i = 0; i < 300; ++i) one_round(ctx.device().attached_outfeed("tap"), i);
+      });
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> hosts;
+    for (int t = 0; t < 2; ++t)
+      hosts.emplace_back([&, t] {
+        const devtap::outfeed out = rx.outfeed(*devs[static_cast<std::size_t>(t)]);
+        for (int i = 0; !stop; ++i) one_round(out, i);  // goes on while close() runs
+      });
+    std::this_thread::sleep_for(20ms);
+    std::string close_error;
+    try {
+      rx.close();
+    } catch (const devtap::tap_error&) {  // the throwing consumers, unknown ids, mismatches: expected
+    } catch (const std::exception& e) {
+      close_error = e.what();
+    }
+    stop = true;
+    for (auto& h : hosts) h.join();
+    CHECK(close_error == "");
+    const auto st = rx.stats().total();
+    INFO(fmt::format("tapped {}; delivered {} dropped {} lost {} errors {} unknown {} mismatched {} ignored {}",
+                     tap_count.load(), st.records, st.dropped_records, st.lost_at_close, st.consumer_errors,
+                     st.unknown_ids, st.type_mismatches, st.ignored));
+    CHECK(tap_count == st.records + st.dropped_records + st.lost_at_close + st.consumer_errors + st.unknown_ids +
+                           st.type_mismatches + st.ignored);
+    CHECK(st.consumer_errors > 0);
+    CHECK(st.ignored > 0);
+    CHECK(st.unknown_ids > 0);
+    CHECK(st.type_mismatches > 0);
+    if (policy != devtap::overflow_policy::block) CHECK(st.dropped_records > 0);
+  }
+  devtap::set_log_sink({});
+}
