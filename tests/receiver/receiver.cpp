@@ -741,3 +741,31 @@ TEST_CASE("host threads blocked in a tap when the receiver is destroyed leave wi
     CHECK(finished == 8);
   }
 }
+
+TEST_CASE("close() racing close() and flush() neither deadlocks nor touches freed state") {
+  devtap::cpu_client cpus(2);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> got{0};
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 5s});
+    auto point = rx.attach<int>([&](const int&) { ++got; });
+    for (auto* dev : cpus.cpu_devices())
+      (void)dev->submit([point](devtap::cpu_context& ctx) {
+        for (int i = 0; i < 200; ++i) ctx.tap(point, i);
+      });
+    std::atomic<bool> go{false};
+    std::vector<std::thread> racers;
+    for (int t = 0; t < 2; ++t)
+      racers.emplace_back([&] {
+        while (!go) std::this_thread::yield();
+        rx.close();
+      });
+    racers.emplace_back([&] {
+      while (!go) std::this_thread::yield();
+      for (int i = 0; i < 10; ++i) rx.flush();
+    });
+    go = true;
+    rx.close();
+    CHECK(got == 400);  // whichever close() returned first, everything was delivered
+    for (auto& t : racers) t.join();
+  }
+}

@@ -98,7 +98,7 @@ public:
   /** Closes if `close()` was not called; never throws: logs what close() would have thrown. */
   ~receiver() {
     forget();
-    if (closed_) return;
+    if (closed_.load(std::memory_order_acquire)) return;
     if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
       log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
           where);
@@ -164,9 +164,14 @@ public:
   /** Ends every stream after the work already submitted, waits for the consumers, joins the threads.
    *  Throws timeout_error (devices that did not finish) or tap_error (every consumer failure). */
   void close() {
-    if (closed_) return;
+    std::unique_lock closing(close_mutex_, std::defer_lock);
+    if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
+      refuse_inside("close()", true);
+      closing.lock();
+    }
+    if (closed_.load(std::memory_order_relaxed)) return;
     refuse_inside("close()", true);
-    closed_ = true;
+    closed_.store(true, std::memory_order_release);
     forget();
     auto& state = *state_;
     for (auto& stream : state.streams) {
@@ -212,14 +217,13 @@ public:
       else stream->thread.detach();
     }
     std::vector<std::string> stuck_described;
-    for (const auto& name : stuck) {
-      const detail::device_stream& stream = stream_named(name);
-      stuck_described.push_back(
-          name + (stream.reader_exited.load(std::memory_order_acquire)
-                      ? " (" + std::to_string(stream.lost_at_close.load(std::memory_order_relaxed)) +
-                            " records not delivered)"
-                      : " (a consumer is still running; what its ring holds is counted in stats().lost_at_close)"));
-    }
+    for (const auto& stream : state.streams)
+      if (stream->abandoned.load(std::memory_order_relaxed))
+        stuck_described.push_back(
+            stream->device_name +
+            (stream->reader_exited.load(std::memory_order_acquire)
+                 ? " (" + std::to_string(stream->lost_at_close.load(std::memory_order_relaxed)) + " records not delivered)"
+                 : " (a consumer is still running; what its ring holds is counted in stats().lost_at_close)"));
     std::vector<consumer_failure> failures;
     {
       std::lock_guard lock(state.failures_mutex);
@@ -282,7 +286,7 @@ private:
   template <class T, class Fn>
   tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
-    if (closed_) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
+    if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
     const std::size_t devices = state_->streams.size();
     std::lock_guard lock(state_->table_mutex);
     const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
@@ -322,7 +326,7 @@ private:
     detail::wake_reader(stream.ring->host);
   }
   void abandon_all() {
-    closed_ = true;
+    closed_.store(true, std::memory_order_release);
     for (auto& stream : state_->streams) {
       abandon(*stream);
       stream->dev->detach(&stream->out);
@@ -357,12 +361,6 @@ private:
     std::erase(list.open, this);
   }
 
-  const detail::device_stream& stream_named(const std::string& name) const {
-    for (const auto& stream : state_->streams)
-      if (stream->device_name == name) return *stream;
-    throw std::logic_error("devtap: no stream named " + name);
-  }
-
   detail::device_stream& stream_of(const device& dev) const {
     for (const auto& stream : state_->streams)
       if (stream->dev == &dev) return *stream;
@@ -370,7 +368,8 @@ private:
   }
 
   std::shared_ptr<detail::receiver_state> state_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
+  std::mutex close_mutex_;
 };
 
 /** At normal exit: closes every receiver still open (drained within its close_timeout; consumers see
