@@ -50,6 +50,8 @@ TEST_CASE("cpu client: devices, names, platform", "[cpu]") {
     CHECK(&d == c.cpu_devices()[static_cast<std::size_t>(i)]);
   }
   CHECK_THROWS_AS(cpu_client(0), devtap::backend_error);
+  CHECK_THROWS_WITH(cpu_client(0), "cpu_client needs at least one device");
+  CHECK_THROWS_WITH(cpu_client(-1), "cpu_client needs at least one device");
 }
 
 TEST_CASE("run: returns the result, with or without a context", "[cpu]") {
@@ -153,6 +155,10 @@ TEST_CASE("an after_pending_work callback that throws is logged, not fatal", "[c
   d.after_pending_work([] { throw work_failed("callback broke"); });
   CHECK(d.run([] { return 1; }) == 1);
   CHECK(log.count(devtap::log_level::error, "cpu:0: after_pending_work callback threw: callback broke") == 1);
+  d.after_pending_work([] { throw 42; });  // not a std::exception
+  CHECK(d.run([] { return 2; }) == 2);
+  CHECK(log.count(devtap::log_level::error, "cpu:0: after_pending_work callback threw an unknown exception") == 1);
+  CHECK(log.lines(devtap::log_level::error).size() == 2);
 }
 
 TEST_CASE("destroying a client runs queued work, then joins its threads", "[cpu]") {

@@ -235,6 +235,9 @@ TEST_CASE("printing needs an attached receiver; a printer from a closed receiver
   }
   CHECK_THROWS_AS(cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { devtap::printer out(ctx, ch); }),
                   devtap::outfeed_error);
+  CHECK_THROWS_WITH(cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { devtap::printer out(ctx, ch); }),
+                    Catch::Equals("devtap: print on device 'cpu:0' with no receiver attached (create a "
+                                  "devtap::receiver for it first); nothing was written"));
 }
 
 TEST_CASE("a sink that throws stops printing on that device, and close() reports it") {
