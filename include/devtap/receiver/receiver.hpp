@@ -216,6 +216,9 @@ public:
       if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
       else stream->thread.detach();
     }
+    for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
+      if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
+        stream->ring->release_memory();
     std::vector<std::string> stuck_described;
     for (const auto& stream : state.streams)
       if (stream->abandoned.load(std::memory_order_relaxed))

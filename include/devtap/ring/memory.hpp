@@ -8,6 +8,10 @@
 #include <memory>
 #include <new>
 
+#if defined(__unix__)
+#  include <sys/mman.h>
+#endif
+
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -19,25 +23,52 @@ struct ring_allocation {
   bool producers_wake_reader = true;  // false: the reader polls (CUDA producers cannot notify)
   bool host_can_produce = true;       // false: host threads cannot claim (the tail lives on the GPU)
 
+  /** Gives the ring's memory back while the allocation stays valid (a closed ring, kept for late
+   *  producers). */
+  virtual void release_memory() noexcept {}
+
   /** Bytes claimed so far (the tail): what `receiver::flush` waits for. Never launches device work. */
   virtual std::uint64_t claimed_position() const {
     return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_acquire);
   }
 };
 
-/** A ring entirely in ordinary host memory: the cpu backend's, and the tests'. */
+/** A ring entirely in ordinary host memory: the cpu backend's, and the tests'. The data is
+ *  reserved, not touched: an anonymous private mapping is zero until written (the protocol's free
+ *  space), so opening costs no memset and memory is committed only as records are written. */
 struct host_ring_allocation final : ring_allocation {
-  explicit host_ring_allocation(std::uint64_t capacity) {
+  explicit host_ring_allocation(std::uint64_t capacity) : capacity_(capacity) {
     producer_side_ = std::make_unique<ring_producer_side>();
     consumer_side_ = std::make_unique<ring_consumer_side>();
+#if defined(__unix__)
+    void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<std::byte*>(p);
+#else
     data_ = static_cast<std::byte*>(::operator new(capacity, std::align_val_t{64}));
     std::memset(data_, 0, capacity);  // the protocol's invariant: free bytes are zero
+#endif
     host = ring_view{producer_side_.get(), consumer_side_.get(), data_, capacity};
     producer = host;
   }
-  ~host_ring_allocation() override { ::operator delete(data_, std::align_val_t{64}); }
+  ~host_ring_allocation() override {
+#if defined(__unix__)
+    ::munmap(data_, capacity_);
+#else
+    ::operator delete(data_, std::align_val_t{64});
+#endif
+  }
+
+  /** Gives the data's pages back to the system (they read as zero again). Only once nobody reads the
+   *  ring; a late producer that still writes there only faults a page back in. */
+  void release_memory() noexcept override {
+#if defined(__unix__)
+    ::madvise(data_, capacity_, MADV_DONTNEED);
+#endif
+  }
 
 private:
+  std::uint64_t capacity_;
   std::unique_ptr<ring_producer_side> producer_side_;
   std::unique_ptr<ring_consumer_side> consumer_side_;
   std::byte* data_ = nullptr;
