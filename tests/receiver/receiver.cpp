@@ -320,7 +320,8 @@ TEST_CASE("a record larger than the device's share is refused before anything is
   CHECK_THROWS_AS(out.tap(point, too_big{}), devtap::outfeed_error);
   CHECK_THROWS_WITH(out.tap(point, too_big{}),
                     Catch::Equals("devtap: a record of 1009 bytes is larger than device 'cpu:0' accepts (1008 bytes in a "
-                                  "ring of 1 KiB); raise receiver_options::budget_bytes or tap smaller pieces"));
+                                  "ring of 1 KiB); a ring of 2 KiB holds it: give receiver_options::budget_bytes 2 KiB per "
+                                  "device, or tap smaller pieces"));
   out.tap(small, 1);
   rx.close();
   CHECK(got == 1);
@@ -512,8 +513,8 @@ TEST_CASE("close() with a device whose work never finishes returns within the ti
       // a reader that slow under load is described as still running).
       const std::string head = "devtap: receiver 'stuck': close() timed out after 300 ms; devices that did not finish: cpu:1 ";
       CHECK_THAT(e.what(), Catch::Equals(head + "(0 records not delivered)") ||
-                               Catch::Equals(head + "(a consumer is still running; what its ring holds is counted in "
-                                                    "stats().lost_at_close)"));
+                               Catch::Equals(head + "(its reader has not stopped yet, a consumer call may still be "
+                                                    "running; what its ring holds is counted in stats().lost_at_close)"));
     }
     CHECK(std::chrono::steady_clock::now() - start < 1300ms);
   }
@@ -533,8 +534,8 @@ TEST_CASE("after a close() timeout with a full ring, the cpu device runs later w
     });
     // The consumer is blocked on the latch: its reader cannot have exited.
     CHECK_THROWS_WITH(rx.close(), Catch::Equals("devtap: receiver 'receiver': close() timed out after 100 ms; devices that "
-                                                "did not finish: cpu:0 (a consumer is still running; what its ring holds "
-                                                "is counted in stats().lost_at_close)"));
+                                                "did not finish: cpu:0 (its reader has not stopped yet, a consumer call may "
+                                                "still be running; what its ring holds is counted in stats().lost_at_close)"));
     CHECK_THROWS_WITH(work.get(),
                       Catch::Equals("devtap: tap on device 'cpu:0' after its receiver closed (the record was not written)"));
   }
@@ -960,4 +961,29 @@ TEST_CASE("close() racing close() and flush() neither deadlocks nor touches free
     CHECK(got == 400);  // whichever close() returned first, everything was delivered
     for (auto& t : racers) t.join();
   }
+}
+
+TEST_CASE("a consumer that destroys its own receiver abandons its streams, never joins itself") {
+  devtap::cpu_client cpus(1);
+  std::vector<std::string> logs;
+  std::mutex logs_mutex;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) {
+    std::lock_guard lock(logs_mutex);
+    logs.emplace_back(m);
+  });
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .name = "self-destroy"});
+  std::atomic<bool> destroyed{false};
+  auto point = rx->attach<int>([&](const int&) {
+    rx.reset();  // from the reader thread
+    destroyed = true;
+  });
+  rx->outfeed(*cpus.cpu_devices()[0]).tap(point, 1);
+  for (int i = 0; i < 2000 && !destroyed; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(destroyed);
+  std::this_thread::sleep_for(20ms);  // the reader returns and frees the state on its own thread
+  devtap::set_log_sink({});
+  std::lock_guard lock(logs_mutex);
+  CHECK(std::count(logs.begin(), logs.end(),
+                   "receiver 'self-destroy' destroyed from a consumer of this receiver: its streams are abandoned, "
+                   "not drained") == 1);
 }

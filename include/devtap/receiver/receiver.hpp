@@ -226,7 +226,8 @@ public:
             stream->device_name +
             (stream->reader_exited.load(std::memory_order_acquire)
                  ? " (" + std::to_string(stream->lost_at_close.load(std::memory_order_relaxed)) + " records not delivered)"
-                 : " (a consumer is still running; what its ring holds is counted in stats().lost_at_close)"));
+                 : " (its reader has not stopped yet, a consumer call may still be running; what its ring holds is counted "
+                   "in stats().lost_at_close)"));
     std::vector<consumer_failure> failures;
     {
       std::lock_guard lock(state.failures_mutex);
@@ -334,7 +335,9 @@ private:
       abandon(*stream);
       stream->dev->detach(&stream->out);
       stream->dev->retire_ring(stream->ring);
-      if (stream->thread.joinable() && stream->thread.get_id() != std::this_thread::get_id()) stream->thread.detach();
+      // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
+      // when it returns, and a joinable jthread there would join itself.
+      if (stream->thread.joinable()) stream->thread.detach();
     }
   }
 

@@ -11,6 +11,7 @@
 #include <devtap/tap/codec.hpp>
 #include <devtap/tap/tap_point.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -70,8 +71,12 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   if (bytes > max_record_bytes(ring.capacity))  // refused before anything is written
     throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
                         out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(ring.capacity) - sizeof(record_header)) +
-                        " in a ring of " + describe_bytes(ring.capacity) +
-                        "); raise receiver_options::budget_bytes or tap smaller pieces");
+                        " in a ring of " + describe_bytes(ring.capacity) + "); " +
+                        (bytes <= max_record_limit
+                             ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
+                                   describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
+                             : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
+                                   ": tap smaller pieces"));
   if (!out.host_can_produce())
     throw outfeed_error(std::string("devtap: device '") + out.device_name() +
                         "' takes taps from its own kernels only (pass this outfeed to a kernel)");
