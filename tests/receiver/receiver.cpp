@@ -987,3 +987,17 @@ TEST_CASE("a consumer that destroys its own receiver abandons its streams, never
                    "receiver 'self-destroy' destroyed from a consumer of this receiver: its streams are abandoned, "
                    "not drained") == 1);
 }
+
+TEST_CASE("an outfeed kept past its receiver's destruction fails with an error, never touches freed memory") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  devtap::outfeed kept;
+  devtap::tap_point<int> point;
+  {
+    devtap::receiver rx({.devices = all(cpus)});
+    point = rx.attach<int>([](const int&) {});
+    kept = rx.outfeed(*dev);
+  }  // destroyed: its ring stays alive on the device (ASan: the tap below read freed memory before)
+  CHECK_THROWS_WITH(kept.tap(point, 1),
+                    Catch::Equals("devtap: tap on device 'cpu:0' after its receiver closed (the record was not written)"));
+}
