@@ -61,8 +61,10 @@ TEST_CASE("tapped = delivered + dropped + lost + consumer errors + unknown + mis
       if (v % 7 == 0) throw std::runtime_error("seven");
     });
     auto quitter = rx.attach<int>([](devtap::inbox<int> in) -> devtap::consumer<int> {
-      for (int n = 0; n < 50; ++n)
-        if (!co_await in.next()) co_return;  // returns early: later records are `ignored`
+      for (int n = 0; n < 50; ++n) {
+        auto v = co_await in.next();  // bound to a name: g++ 12 miscompiles a bare co_await in a condition
+        if (!v) co_return;
+      }  // returns early: later records are `ignored`
     });
     auto breaker = rx.attach<int>([](devtap::inbox<int> in) -> devtap::consumer<int> {
       while (auto v = co_await in.next())
