@@ -323,23 +323,13 @@ private:
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
 };
 
-/** What producers that cannot throw (CUDA kernels) left in the ring's sticky error word, as text. */
-inline std::string sticky_error_text(const device_stream& stream) {
-  auto* words = stream.ring->host.consumer;
-  const std::uint32_t code = std::atomic_ref<std::uint32_t>(words->sticky_error).load(std::memory_order_acquire);
-  const std::uint32_t detail_value = std::atomic_ref<std::uint32_t>(words->sticky_detail).load(std::memory_order_relaxed);
-  std::string text;
-  if (code & sticky_record_too_large)
-    text += "a tap on the device refused a record of " + std::to_string(detail_value) +
-            " bytes: larger than the device accepts (" +
-            describe_bytes(max_record_bytes(stream.ring->host.capacity) - sizeof(record_header)) +
-            "); raise receiver_options::budget_bytes";
-  if (code & sticky_ring_full)
-    text += std::string(text.empty() ? "" : "; ") + "taps on the device found its ring full (overflow_policy::error)";
-  if (code & sticky_stale_point)
-    text += std::string(text.empty() ? "" : "; ") +
-            "taps through a tap_point of another receiver, or of none, were dropped (counted in dropped_records)";
-  return text;
+/** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps
+ *  and the end marker stop waiting for space. */
+inline void abandon(device_stream& stream) {
+  stream.abandoned.store(true, std::memory_order_release);
+  stream.thread.request_stop();
+  close_ring(stream.ring->host, ring_reader_gone);
+  wake_reader(stream.ring->host);
 }
 
 /** Waits until the work submitted to each stream's device before the call has finished (its
@@ -367,26 +357,6 @@ inline std::vector<std::string> wait_for_pending_work(const std::vector<std::uni
   for (std::size_t i = 0; i < work->done.size(); ++i)
     if (!work->done[i]) busy.push_back(streams[i]->device_name);
   return busy;
-}
-
-/** What close() reports about one device beyond consumer exceptions: a stopped stream, what
- *  producers that cannot throw left in the sticky word, and records for unknown ids or of the wrong
- *  type (per id, with counts). The reader's own fields are read only once it has finished or exited. */
-inline void add_stream_failures(const device_stream& stream, const std::vector<std::shared_ptr<consumer_entry>>& entries,
-                                std::vector<consumer_failure>& failures) {
-  const bool reader_done =
-      stream.finished.load(std::memory_order_acquire) || stream.reader_exited.load(std::memory_order_acquire);
-  if (reader_done && !stream.failure.empty()) failures.push_back({stream.device_name, "(stream)", stream.failure, {}});
-  if (std::string sticky = sticky_error_text(stream); !sticky.empty())
-    failures.push_back({stream.device_name, "(device)", std::move(sticky), {}});
-  if (!reader_done) return;
-  for (const auto& [id, count] : stream.unknown_by_id)
-    failures.push_back({stream.device_name, "#" + std::to_string(id),
-                        std::to_string(count) + " record(s) for unknown consumer id " + std::to_string(id) + " skipped",
-                        {}});
-  for (const auto& [id, count] : stream.mismatch_by_id)
-    failures.push_back({stream.device_name, id - 1 < entries.size() ? entries[id - 1]->name : "#" + std::to_string(id),
-                        std::to_string(count) + " record(s) that do not match the consumer's type skipped", {}});
 }
 
 }  // namespace detail

@@ -14,6 +14,7 @@
 #include <devtap/receiver/open_receivers.hpp>
 #include <devtap/receiver/options.hpp>
 #include <devtap/receiver/reader.hpp>
+#include <devtap/receiver/report.hpp>
 #include <devtap/receiver/stats.hpp>
 #include <devtap/ring/close.hpp>
 #include <devtap/tap/fingerprint.hpp>
@@ -202,7 +203,7 @@ public:
         stream->thread.join();
       } else {
         stuck.push_back(stream->device_name);
-        abandon(*stream);
+        detail::abandon(*stream);
       }
       stream->dev->detach(&stream->out);
       stream->dev->retire_ring(stream->ring);
@@ -321,18 +322,10 @@ private:
                              ", which it would wait for; call it from another thread");
   }
 
-  // Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps
-  // and the end marker stop waiting for space.
-  static void abandon(detail::device_stream& stream) {
-    stream.abandoned.store(true, std::memory_order_release);
-    stream.thread.request_stop();
-    detail::close_ring(stream.ring->host, detail::ring_reader_gone);
-    detail::wake_reader(stream.ring->host);
-  }
   void abandon_all() {
     closed_.store(true, std::memory_order_release);
     for (auto& stream : state_->streams) {
-      abandon(*stream);
+      detail::abandon(*stream);
       stream->dev->detach(&stream->out);
       stream->dev->retire_ring(stream->ring);
       // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
