@@ -198,3 +198,21 @@ TEST_CASE("default registry: process index from the launcher", "[.slurm]") {
   CHECK(devtap::process_index() == 2);
   CHECK(devtap::process_count() == 4);
 }
+
+TEST_CASE("default registry: the cpu device count set in code", "[.configured]") {
+  CHECK_THROWS_WITH(devtap::set_cpu_device_count(0),
+                    Catch::Equals("devtap::set_cpu_device_count(0): expected 1 to 1024"));
+  CHECK_THROWS_AS(devtap::set_cpu_device_count(1025), std::invalid_argument);
+  devtap::set_cpu_device_count(3);
+  CHECK(devtap::device_count("cpu") == 3);
+  CHECK_THROWS_WITH(devtap::set_cpu_device_count(2),
+                    Catch::Equals("devtap::set_cpu_device_count(2) after the cpu backend was created with 3 device(s); "
+                                  "call it before the first use of devtap's backends"));
+  CHECK(devtap::device_count("cpu") == 3);
+}
+
+TEST_CASE("default registry: DEVTAP_CPU_DEVICES wins over the count set in code", "[.configured_env]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_CPU_DEVICES")) == "2");
+  devtap::set_cpu_device_count(3);
+  CHECK(devtap::device_count("cpu") == 2);
+}

@@ -10,7 +10,9 @@
 #include <devtap/tap/outfeed.hpp>
 #include <devtap/tap/tap_point.hpp>
 
+#include <atomic>
 #include <concepts>
+#include <stdexcept>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -173,16 +175,50 @@ private:
   std::vector<cpu_device*> cpu_views_;
 };
 
+namespace detail {
+// The device count set in code (0: none), and the count of the first cpu client created from it.
+inline std::atomic<int>& configured_cpu_devices() noexcept {
+  static std::atomic<int> count{0};
+  return count;
+}
+inline std::atomic<int>& created_cpu_devices() noexcept {
+  static std::atomic<int> count{0};
+  return count;
+}
+}  // namespace detail
+
 /** The cpu backend policy: always present, lowest priority, required (its failure is fatal). */
 struct cpu_backend {
   static constexpr std::string_view name = detail::cpu_platform;
   static constexpr int priority = 0;
   static constexpr bool required = true;
-  /** `DEVTAP_CPU_DEVICES` devices (default 1); a malformed value throws `backend_error`. */
+  /** `DEVTAP_CPU_DEVICES` devices when set (a malformed value throws `backend_error`), else the
+   *  count given to `set_cpu_device_count`, else 1. */
   static std::unique_ptr<cpu_client> create() {
-    return std::make_unique<cpu_client>(detail::cpu_device_count_from(std::getenv("DEVTAP_CPU_DEVICES")));
+    const char* env = std::getenv("DEVTAP_CPU_DEVICES");
+    const int configured = detail::configured_cpu_devices().load();
+    const int count = (env == nullptr || *env == '\0') && configured != 0 ? configured : detail::cpu_device_count_from(env);
+    int none = 0;
+    detail::created_cpu_devices().compare_exchange_strong(none, count);
+    return std::make_unique<cpu_client>(count);
   }
 };
+
+/** Sets how many devices the cpu backend creates (1 to 1024), in code rather than through
+ *  `DEVTAP_CPU_DEVICES`, which wins when both are given. Call it before the first use of the cpu
+ *  backend: afterwards it throws std::logic_error (the devices exist); a count out of range throws
+ *  std::invalid_argument. */
+inline void set_cpu_device_count(int count) {
+  if (count < 1 || count > detail::max_cpu_devices)
+    throw std::invalid_argument(detail::format_message("devtap::set_cpu_device_count({}): expected 1 to {}", count,
+                                                       detail::max_cpu_devices));
+  if (const int created = detail::created_cpu_devices().load(); created != 0)
+    throw std::logic_error(detail::format_message(
+        "devtap::set_cpu_device_count({}) after the cpu backend was created with {} device(s); call it before "
+        "the first use of devtap's backends",
+        count, created));
+  detail::configured_cpu_devices().store(count);
+}
 
 /** `d` as a cpu device; throws `backend_error` if it belongs to another backend. */
 inline cpu_device& as_cpu_device(device& d) {
