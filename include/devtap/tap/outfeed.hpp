@@ -63,53 +63,78 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
                       "' after its receiver closed (the record was not written)");
 }
 
+// The refusals of a host tap, out of line: one error path for every T, none of it on the hot path.
+[[noreturn]] inline void throw_too_large(const outfeed& out, std::uint64_t payload, std::uint64_t bytes) {
+  const std::uint64_t capacity = out.ring().capacity;
+  throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
+                      out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(capacity) - sizeof(record_header)) +
+                      " in a ring of " + describe_bytes(capacity) + "); " +
+                      (bytes <= max_record_limit
+                           ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
+                                 describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
+                           : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
+                                 ": tap smaller pieces"));
+}
+
+enum class tap_refusal { none, kernels_only, unattached_point, foreign_point };
+
+/** Whether `out` refuses a tap through a point with `id` of `receiver`, before claiming anything. */
+inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t receiver) noexcept {
+  if (!out.host_can_produce()) return tap_refusal::kernels_only;
+  if (id == end_of_stream_id || receiver == 0) return tap_refusal::unattached_point;
+  if (receiver != out.receiver_id()) return tap_refusal::foreign_point;  // ids restart in every receiver
+  return tap_refusal::none;
+}
+
+[[noreturn]] inline void throw_refused(const outfeed& out, tap_refusal why) {
+  const std::string device = std::string("device '") + out.device_name() + "'";
+  switch (why) {
+    case tap_refusal::kernels_only:
+      throw outfeed_error("devtap: " + device + " takes taps from its own kernels only (pass this outfeed to a kernel)");
+    case tap_refusal::unattached_point:
+      throw outfeed_error("devtap: tap on " + device + " through a tap_point that no receiver attached (nothing was written)");
+    default:
+      throw outfeed_error("devtap: tap on " + device +
+                          " through a tap_point of another receiver, or of a closed one (nothing was written)");
+  }
+}
+
+[[noreturn]] inline void throw_full(const outfeed& out) {
+  throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
+                      describe_bytes(out.ring().capacity) + "; overflow_policy::error)");
+}
+
+/** True once close_ring (ring/close.hpp) ran: acquire, its partner's store is seq_cst. */
+inline bool ring_closed(const ring_view& ring) noexcept {
+  return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open;
+}
+
 template <class T>
 void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view& ring = out.ring();
   const std::uint64_t payload = encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
-  if (bytes > max_record_bytes(ring.capacity))  // refused before anything is written
-    throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
-                        out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(ring.capacity) - sizeof(record_header)) +
-                        " in a ring of " + describe_bytes(ring.capacity) + "); " +
-                        (bytes <= max_record_limit
-                             ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
-                                   describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
-                             : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
-                                   ": tap smaller pieces"));
-  if (!out.host_can_produce())
-    throw outfeed_error(std::string("devtap: device '") + out.device_name() +
-                        "' takes taps from its own kernels only (pass this outfeed to a kernel)");
-  if (point.id == end_of_stream_id || point.receiver == 0)
-    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
-                        "' through a tap_point that no receiver attached (nothing was written)");
-  if (point.receiver != out.receiver_id())  // ids restart in every receiver: never deliver to a stranger
-    throw outfeed_error(std::string("devtap: tap on device '") + out.device_name() +
-                        "' through a tap_point of another receiver, or of a closed one (nothing was written)");
+  if (bytes > max_record_bytes(ring.capacity)) throw_too_large(out, payload, bytes);  // before anything is written
+  if (const tap_refusal why = refusal(out, point.id, point.receiver); why != tap_refusal::none) throw_refused(out, why);
   // A closed ring takes no new claim: taps that went on after close() would fill it with aborted
   // claims and starve the end marker's (a plain load of a line written only at close).
-  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open)
-    throw_closed(out.device_name());
+  if (ring_closed(ring)) throw_closed(out.device_name());
   std::uint64_t pos;
   switch (claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos)) {
     case claim_status::claimed:
       break;
     case claim_status::dropped:
-      // A full ring after close is not a drop: nobody will free it (aborted claims fill it).
-      if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open)
-        throw_closed(out.device_name());
+      if (ring_closed(ring)) throw_closed(out.device_name());  // a full ring after close is not a drop
       count_dropped<host_atomics>(ring, 1, bytes);
       return;
     case claim_status::full:
       // Counted and reported by close() too: the device work's future may never be looked at.
       account_unwritten<host_atomics>(ring, claim_status::full, 1, bytes);
-      throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
-                          describe_bytes(ring.capacity) + "; overflow_policy::error)");
+      throw_full(out);
     case claim_status::closed:
       throw_closed(out.device_name());
   }
-  // Acquire: partner of close_ring (ring/close.hpp); a claim after the end marker's must not commit.
-  if (std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open) {
+  if (ring_closed(ring)) {  // a claim after the end marker's must not commit
     abort<host_atomics>(ring, pos, bytes);
     throw_closed(out.device_name());
   }
