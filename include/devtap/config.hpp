@@ -18,3 +18,27 @@
 #  define DEVTAP_HOST_DEVICE
 #  define DEVTAP_NO_EXEC_CHECK
 #endif
+
+// Header-only (the default) or compiled mode. In compiled mode (DEVTAP_COMPILED=1, which the
+// `devtap` dependency of a `-Dcompiled=true` build passes on) the parts of devtap that do not
+// depend on the user's types (the receiver's machinery, the registry, the cpu backend, logging and
+// error texts) are defined once, in the library built from include/devtap/compiled.cpp, and the
+// headers only declare them. Their definitions live in the `*_impl.hpp` files next to the headers.
+#if defined(DEVTAP_BUILDING_LIBRARY)
+#  undef DEVTAP_COMPILED
+#  define DEVTAP_COMPILED 1
+#endif
+#if !defined(DEVTAP_COMPILED)
+#  define DEVTAP_COMPILED 0
+#endif
+#if !DEVTAP_COMPILED
+#  define DEVTAP_HEADER_ONLY 1
+#else
+#  define DEVTAP_HEADER_ONLY 0
+#endif
+// On the definitions in the *_impl.hpp files: inline when header-only, strong in the library.
+#if defined(DEVTAP_BUILDING_LIBRARY)
+#  define DEVTAP_FUNC
+#else
+#  define DEVTAP_FUNC inline
+#endif

@@ -75,15 +75,7 @@ decltype(auto) invoke_cpu_work(F& fn, cpu_context& ctx) {
 }
 
 /** Parses `DEVTAP_CPU_DEVICES`: null or empty → 1; otherwise an integer in [1, 1024] or backend_error. */
-inline int cpu_device_count_from(const char* text) {
-  if (text == nullptr || *text == '\0') return 1;
-  int n = 0;
-  if (!parse_non_negative(text, n) || n < 1 || n > max_cpu_devices)
-    throw backend_error(detail::format_message(
-        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", text,
-        max_cpu_devices));
-  return n;
-}
+int cpu_device_count_from(const char* text);
 
 }  // namespace detail
 
@@ -91,7 +83,7 @@ inline int cpu_device_count_from(const char* text) {
 class cpu_device final : public device {
 public:
   cpu_device(int id, int process_index)
-      : device(id, detail::cpu_platform, "cpu:" + std::to_string(id), process_index) {}
+     ;
 
   /** Queues `fn` (taking `cpu_context&` or nothing) and returns a future of its result; an
    * exception thrown by `fn` is stored in the future. */
@@ -121,18 +113,12 @@ public:
            }).get();
   }
 
-  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
-    return std::make_unique<detail::host_ring_allocation>(capacity);
-  }
+  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override;
 
   bool runs_on_this_thread() const noexcept override { return executor_.on_executor_thread(); }
 
   /** Queues `fn` behind the work already submitted; an exception from `fn` is logged. */
-  void after_pending_work(std::function<void()> fn) override {
-    executor_.post([this, fn = std::move(fn)] {
-      run_pending_work_callback(fn);
-    });
-  }
+  void after_pending_work(std::function<void()> fn) override;
 
 private:
   detail::executor executor_;  // joined (after running what is queued) when the device is destroyed
@@ -147,18 +133,8 @@ void cpu_context::tap(const tap_point<T>& point, const T& value) const {
 class cpu_client final : public client {
 public:
   /** `devices` host devices (at least 1) for the process described by `process`. */
-  explicit cpu_client(int devices, process_info process = current_process()) : process_(process) {
-    if (devices < 1) throw backend_error("cpu_client needs at least one device");
-    owned_.reserve(static_cast<std::size_t>(devices));
-    for (int i = 0; i < devices; ++i) {
-      owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
-      views_.push_back(owned_.back().get());
-      cpu_views_.push_back(owned_.back().get());
-    }
-  }
-  ~cpu_client() override {
-    while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
-  }
+  explicit cpu_client(int devices, process_info process = current_process());
+  ~cpu_client() override;
 
   std::string_view platform() const noexcept override { return detail::cpu_platform; }
   int process_index() const noexcept override { return process_.index; }
@@ -177,14 +153,8 @@ private:
 
 namespace detail {
 // The device count set in code (0: none), and the count of the first cpu client created from it.
-inline std::atomic<int>& configured_cpu_devices() noexcept {
-  static std::atomic<int> count{0};
-  return count;
-}
-inline std::atomic<int>& created_cpu_devices() noexcept {
-  static std::atomic<int> count{0};
-  return count;
-}
+std::atomic<int>& configured_cpu_devices() noexcept;
+std::atomic<int>& created_cpu_devices() noexcept;
 }  // namespace detail
 
 /** The cpu backend policy: always present, lowest priority, required (its failure is fatal). */
@@ -194,42 +164,23 @@ struct cpu_backend {
   static constexpr bool required = true;
   /** `DEVTAP_CPU_DEVICES` devices when set (a malformed value throws `backend_error`), else the
    *  count given to `set_cpu_device_count`, else 1. */
-  static std::unique_ptr<cpu_client> create() {
-    const char* env = std::getenv("DEVTAP_CPU_DEVICES");
-    const int configured = detail::configured_cpu_devices().load();
-    const int count = (env == nullptr || *env == '\0') && configured != 0 ? configured : detail::cpu_device_count_from(env);
-    int none = 0;
-    detail::created_cpu_devices().compare_exchange_strong(none, count);
-    return std::make_unique<cpu_client>(count);
-  }
+  static std::unique_ptr<cpu_client> create();
 };
 
 /** Sets how many devices the cpu backend creates (1 to 1024), in code rather than through
  *  `DEVTAP_CPU_DEVICES`, which wins when both are given. Call it before the first use of the cpu
  *  backend: afterwards it throws std::logic_error (the devices exist); a count out of range throws
  *  std::invalid_argument. */
-inline void set_cpu_device_count(int count) {
-  if (count < 1 || count > detail::max_cpu_devices)
-    throw std::invalid_argument(detail::format_message("devtap::set_cpu_device_count({}): expected 1 to {}", count,
-                                                       detail::max_cpu_devices));
-  if (const int created = detail::created_cpu_devices().load(); created != 0)
-    throw std::logic_error(detail::format_message(
-        "devtap::set_cpu_device_count({}) after the cpu backend was created with {} device(s); call it before "
-        "the first use of devtap's backends",
-        count, created));
-  detail::configured_cpu_devices().store(count);
-}
+void set_cpu_device_count(int count);
 
 /** `d` as a cpu device; throws `backend_error` if it belongs to another backend. */
-inline cpu_device& as_cpu_device(device& d) {
-  if (auto* cpu = dynamic_cast<cpu_device*>(&d)) return *cpu;
-  throw backend_error(detail::format_message("Device '{}' is not a cpu device", d.name()));
-}
+cpu_device& as_cpu_device(device& d);
 
 /** `c` as the cpu backend's client; throws `backend_error` if it is another backend's. */
-inline cpu_client& as_cpu_client(client& c) {
-  if (auto* cpu = dynamic_cast<cpu_client*>(&c)) return *cpu;
-  throw backend_error(detail::format_message("Backend '{}' is not the cpu backend", c.platform()));
-}
+cpu_client& as_cpu_client(client& c);
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/backend/cpu_impl.hpp>
+#endif

@@ -62,10 +62,7 @@ public:
   /** Keeps a closed receiver's ring alive until the next one closes on this device (or the device
    *  goes): a host thread still inside a tap when its receiver was destroyed touches live memory,
    *  of a ring nobody reads, and leaves with an error. */
-  void retire_ring(std::shared_ptr<detail::ring_allocation> ring) {
-    std::lock_guard lock(retired_mutex_);
-    retired_ring_.swap(ring);  // the one retired before is freed here, after the lock
-  }
+  void retire_ring(std::shared_ptr<detail::ring_allocation> ring);
   /** Attaches a receiver's `out` (it owns it); false if another receiver already is attached. */
   bool try_attach(const outfeed* out) noexcept {
     const outfeed* expected = nullptr;
@@ -79,15 +76,7 @@ public:
 
 protected:
   /** Runs an `after_pending_work` callback on a backend's thread: an exception is logged, never lost. */
-  void run_pending_work_callback(const std::function<void()>& fn) const noexcept {
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      log(log_level::error, "{}: after_pending_work callback threw: {}", name(), e.what());
-    } catch (...) {
-      log(log_level::error, "{}: after_pending_work callback threw an unknown exception", name());
-    }
-  }
+  void run_pending_work_callback(const std::function<void()>& fn) const noexcept;
 
   device(int id, std::string_view platform, std::string name, int process_index)
       : id_(id), platform_(platform), name_(std::move(name)), process_index_(process_index) {}
@@ -125,3 +114,7 @@ protected:
 };
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/backend/device_impl.hpp>
+#endif

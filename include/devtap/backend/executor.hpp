@@ -45,41 +45,19 @@ private:
  * Tasks must not throw (callers wrap them: packaged_task, or a try/catch that logs). */
 class executor {
 public:
-  executor() : thread_([this](std::stop_token stop) { loop(stop); }) {}
+  executor();
   executor(const executor&) = delete;
   executor& operator=(const executor&) = delete;
-  ~executor() {
-    thread_.request_stop();  // wakes the condition_variable_any wait
-    thread_.join();
-  }
+  ~executor();
 
   /** Queues `task` behind everything posted before it. */
-  void post(unique_task task) {
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(task));
-    }
-    ready_.notify_one();
-  }
+  void post(unique_task task);
 
   /** True when called from the executor's own thread. */
   bool on_executor_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
 private:
-  void loop(std::stop_token stop) {
-    for (;;) {
-      unique_task task;
-      {
-        std::unique_lock lock(mutex_);
-        // Returns when there is work, or when stop was requested; queued work still runs on stop.
-        ready_.wait(lock, stop, [this] { return !queue_.empty(); });
-        if (queue_.empty()) return;  // stop requested and nothing left
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
+  void loop(std::stop_token stop);
 
   std::mutex mutex_;
   std::condition_variable_any ready_;
@@ -89,3 +67,7 @@ private:
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/backend/executor_impl.hpp>
+#endif

@@ -40,8 +40,10 @@ process_info process_info_from(Getenv&& getenv) {
 }  // namespace detail
 
 /** This process's index and count, from the launcher's environment (read on every call). */
-inline process_info current_process() {
-  return detail::process_info_from([](const char* name) -> const char* { return std::getenv(name); });
-}
+process_info current_process();
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/backend/process_impl.hpp>
+#endif

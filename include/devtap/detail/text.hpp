@@ -29,22 +29,14 @@ inline std::string_view trim(std::string_view s) noexcept {
 }
 
 /** A whole non-negative decimal int, or false (null, empty, sign, junk, overflow). */
-inline bool parse_non_negative(const char* text, int& out) noexcept {
-  if (text == nullptr || *text == '\0') return false;
-  const std::string_view v(text);
-  int value = 0;
-  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
-  if (ec != std::errc{} || end != v.data() + v.size() || value < 0) return false;
-  out = value;
-  return true;
-}
+bool parse_non_negative(const char* text, int& out) noexcept;
 
 /** "4 MiB", "3 KiB", "100 bytes": a byte count as a reader would write it. */
-inline std::string describe_bytes(std::uint64_t n) {
-  if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  if (n >= (1u << 10) && n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " bytes";
-}
+std::string describe_bytes(std::uint64_t n);
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/detail/text_impl.hpp>
+#endif

@@ -22,7 +22,7 @@ inline open_receiver_list& open_receivers() {
   return *list;
 }
 
-inline void close_open_receivers_at_exit();
+void close_open_receivers_at_exit();
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE

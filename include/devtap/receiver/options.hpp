@@ -33,18 +33,7 @@ inline std::chrono::steady_clock::time_point deadline_after(std::chrono::millise
 }
 
 /** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
-inline std::vector<device*> resolve_receiver_devices(const receiver_options& options) {
-  if (!options.devices.empty()) return options.devices;
-  std::vector<device*> out;
-  if (!options.backends.empty()) {
-    for (const auto& name : options.backends)
-      for (device* d : devtap::devices(name)) out.push_back(d);
-  } else {
-    for (client* c : devtap::backends())
-      for (device* d : c->local_devices()) out.push_back(d);
-  }
-  return out;
-}
+std::vector<device*> resolve_receiver_devices(const receiver_options& options);
 
 /** "block", "drop" or "error": the policy as logs and messages name it. */
 constexpr std::string_view policy_name(overflow_policy p) noexcept {
@@ -58,3 +47,7 @@ constexpr std::string_view policy_name(overflow_policy p) noexcept {
 }  // namespace detail
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/receiver/options_impl.hpp>
+#endif

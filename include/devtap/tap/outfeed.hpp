@@ -58,23 +58,10 @@ template <class T>
 __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value);
 #endif
 
-[[noreturn]] inline void throw_closed(const char* device_name) {
-  throw outfeed_error(std::string("devtap: tap on device '") + device_name +
-                      "' after its receiver closed (the record was not written)");
-}
+[[noreturn]] void throw_closed(const char* device_name);
 
 // The refusals of a host tap, out of line: one error path for every T, none of it on the hot path.
-[[noreturn]] inline void throw_too_large(const outfeed& out, std::uint64_t payload, std::uint64_t bytes) {
-  const std::uint64_t capacity = out.ring().capacity;
-  throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
-                      out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(capacity) - sizeof(record_header)) +
-                      " in a ring of " + describe_bytes(capacity) + "); " +
-                      (bytes <= max_record_limit
-                           ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
-                                 describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
-                           : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
-                                 ": tap smaller pieces"));
-}
+[[noreturn]] void throw_too_large(const outfeed& out, std::uint64_t payload, std::uint64_t bytes);
 
 enum class tap_refusal { none, kernels_only, unattached_point, foreign_point };
 
@@ -86,23 +73,9 @@ inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t r
   return tap_refusal::none;
 }
 
-[[noreturn]] inline void throw_refused(const outfeed& out, tap_refusal why) {
-  const std::string device = std::string("device '") + out.device_name() + "'";
-  switch (why) {
-    case tap_refusal::kernels_only:
-      throw outfeed_error("devtap: " + device + " takes taps from its own kernels only (pass this outfeed to a kernel)");
-    case tap_refusal::unattached_point:
-      throw outfeed_error("devtap: tap on " + device + " through a tap_point that no receiver attached (nothing was written)");
-    default:
-      throw outfeed_error("devtap: tap on " + device +
-                          " through a tap_point of another receiver, or of a closed one (nothing was written)");
-  }
-}
+[[noreturn]] void throw_refused(const outfeed& out, tap_refusal why);
 
-[[noreturn]] inline void throw_full(const outfeed& out) {
-  throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
-                      describe_bytes(out.ring().capacity) + "; overflow_policy::error)");
-}
+[[noreturn]] void throw_full(const outfeed& out);
 
 /** True once close_ring (ring/close.hpp) ran: acquire, its partner's store is seq_cst. */
 inline bool ring_closed(const ring_view& ring) noexcept {
@@ -154,3 +127,7 @@ DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) 
 }
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/tap/outfeed_impl.hpp>
+#endif

@@ -1,0 +1,86 @@
+#pragma once
+// The definitions of the cpu backend (declared in cpu.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/backend/cpu.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+DEVTAP_FUNC cpu_device::cpu_device(int id, int process_index)
+      : device(id, detail::cpu_platform, "cpu:" + std::to_string(id), process_index) {}
+
+DEVTAP_FUNC std::unique_ptr<detail::ring_allocation> cpu_device::allocate_ring(std::uint64_t capacity) {
+  return std::make_unique<detail::host_ring_allocation>(capacity);
+}
+
+DEVTAP_FUNC void cpu_device::after_pending_work(std::function<void()> fn) {
+  executor_.post([this, fn = std::move(fn)] {
+    run_pending_work_callback(fn);
+  });
+}
+
+DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_(process) {
+  if (devices < 1) throw backend_error("cpu_client needs at least one device");
+  owned_.reserve(static_cast<std::size_t>(devices));
+  for (int i = 0; i < devices; ++i) {
+    owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
+    views_.push_back(owned_.back().get());
+    cpu_views_.push_back(owned_.back().get());
+  }
+}
+
+DEVTAP_FUNC cpu_client::~cpu_client() {
+  while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
+}
+
+DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
+  const char* env = std::getenv("DEVTAP_CPU_DEVICES");
+  const int configured = detail::configured_cpu_devices().load();
+  const int count = (env == nullptr || *env == '\0') && configured != 0 ? configured : detail::cpu_device_count_from(env);
+  int none = 0;
+  detail::created_cpu_devices().compare_exchange_strong(none, count);
+  return std::make_unique<cpu_client>(count);
+}
+
+DEVTAP_FUNC int detail::cpu_device_count_from(const char* text) {
+  if (text == nullptr || *text == '\0') return 1;
+  int n = 0;
+  if (!parse_non_negative(text, n) || n < 1 || n > max_cpu_devices)
+    throw backend_error(detail::format_message(
+        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", text,
+        max_cpu_devices));
+  return n;
+}
+
+DEVTAP_FUNC std::atomic<int>& detail::configured_cpu_devices() noexcept {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+DEVTAP_FUNC std::atomic<int>& detail::created_cpu_devices() noexcept {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+DEVTAP_FUNC void set_cpu_device_count(int count) {
+  if (count < 1 || count > detail::max_cpu_devices)
+    throw std::invalid_argument(detail::format_message("devtap::set_cpu_device_count({}): expected 1 to {}", count,
+                                                       detail::max_cpu_devices));
+  if (const int created = detail::created_cpu_devices().load(); created != 0)
+    throw std::logic_error(detail::format_message(
+        "devtap::set_cpu_device_count({}) after the cpu backend was created with {} device(s); call it before "
+        "the first use of devtap's backends",
+        count, created));
+  detail::configured_cpu_devices().store(count);
+}
+
+DEVTAP_FUNC cpu_device& as_cpu_device(device& d) {
+  if (auto* cpu = dynamic_cast<cpu_device*>(&d)) return *cpu;
+  throw backend_error(detail::format_message("Device '{}' is not a cpu device", d.name()));
+}
+
+DEVTAP_FUNC cpu_client& as_cpu_client(client& c) {
+  if (auto* cpu = dynamic_cast<cpu_client*>(&c)) return *cpu;
+  throw backend_error(detail::format_message("Backend '{}' is not the cpu backend", c.platform()));
+}
+
+DEVTAP_END_NAMESPACE

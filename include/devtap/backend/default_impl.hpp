@@ -1,0 +1,39 @@
+#pragma once
+// The definitions of the process-wide registry (declared in default.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/backend/default.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+DEVTAP_FUNC default_registry& default_registry_instance() {
+  static default_registry* const instance = new default_registry();  // leaked on purpose, see above
+  return *instance;
+}
+
+DEVTAP_FUNC client& get_backend(std::string_view name) { return default_registry_instance().get_backend(name); }
+
+DEVTAP_FUNC client& get_backend() { return default_registry_instance().get_backend(); }
+
+DEVTAP_FUNC std::vector<client*> backends() { return default_registry_instance().backends(); }
+
+DEVTAP_FUNC std::map<std::string, std::string, std::less<>> backend_errors() {
+  return default_registry_instance().backend_errors();
+}
+
+DEVTAP_FUNC std::string_view default_backend() { return default_registry_instance().default_backend(); }
+
+DEVTAP_FUNC std::span<device* const> devices(std::string_view name) { return default_registry_instance().devices(name); }
+
+DEVTAP_FUNC std::span<device* const> devices() { return default_registry_instance().devices(); }
+
+DEVTAP_FUNC std::size_t device_count(std::string_view name) { return default_registry_instance().device_count(name); }
+
+DEVTAP_FUNC std::size_t device_count() { return default_registry_instance().device_count(); }
+
+DEVTAP_FUNC int process_index() { return default_registry_instance().process_index(); }
+
+DEVTAP_FUNC int process_count() { return get_backend().process_count(); }
+
+DEVTAP_FUNC std::span<cpu_device* const> cpu_devices() { return as_cpu_client(get_backend("cpu")).cpu_devices(); }
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,28 @@
+#pragma once
+// The definitions of the text helpers (declared in text.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/detail/text.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+
+DEVTAP_FUNC bool parse_non_negative(const char* text, int& out) noexcept {
+  if (text == nullptr || *text == '\0') return false;
+  const std::string_view v(text);
+  int value = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+  if (ec != std::errc{} || end != v.data() + v.size() || value < 0) return false;
+  out = value;
+  return true;
+}
+
+DEVTAP_FUNC std::string describe_bytes(std::uint64_t n) {
+  if (n >= (1u << 20) && n % (1u << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  if (n >= (1u << 10) && n % (1u << 10) == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " bytes";
+}
+
+}  // namespace detail
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,145 @@
+#pragma once
+// The definitions of the logger (declared in log.hpp): included by that header when header-only,
+// compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/log.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+
+DEVTAP_FUNC bool log_level_named(std::string_view text, log_level& out) noexcept {
+  constexpr std::string_view space = " \t\r\n\f\v";
+  const std::size_t first = text.find_first_not_of(space);
+  if (first == std::string_view::npos) return false;
+  text = text.substr(first, text.find_last_not_of(space) - first + 1);
+  char lower[8] = {};
+  if (text.size() > sizeof lower) return false;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    lower[i] = (text[i] >= 'A' && text[i] <= 'Z') ? static_cast<char>(text[i] - 'A' + 'a') : text[i];
+  constexpr struct { std::string_view name; log_level level; } names[] = {
+      {"debug", log_level::debug}, {"info", log_level::info}, {"warn", log_level::warn}, {"warning", log_level::warn},
+      {"error", log_level::error}, {"off", log_level::off},   {"none", log_level::off}};
+  for (const auto& n : names)
+    if (n.name == std::string_view(lower, text.size())) {
+      out = n.level;
+      return true;
+    }
+  return false;
+}
+
+DEVTAP_FUNC log_level parse_log_level(const char* text) noexcept {
+  log_level level = log_level::warn;
+  if (text != nullptr && !log_level_named(text, level)) return log_level::warn;
+  return level;
+}
+
+DEVTAP_FUNC std::string log_env_problem(const char* text) {
+  log_level level{};
+  if (text == nullptr || *text == '\0' || log_level_named(text, level)) return {};
+  return std::string("DEVTAP_LOG='") + text +
+         "' is not a log level (expected debug, info, warn, error or off); using warn";
+}
+
+DEVTAP_FUNC logger_state& logger() {
+  static logger_state state;  // function-local: no static-init order problem
+  return state;
+}
+
+DEVTAP_FUNC void append(std::string& out, const log_arg& arg) {
+  char buf[64];
+  std::to_chars_result r{buf, {}};
+  switch (arg.what) {
+    case log_arg::kind::text: out.append(arg.text); return;
+    case log_arg::kind::character: out.push_back(arg.character); return;
+    case log_arg::kind::boolean: out.append(arg.boolean ? "true" : "false"); return;
+    case log_arg::kind::pointer: std::snprintf(buf, sizeof buf, "%p", arg.pointer); out.append(buf); return;
+    case log_arg::kind::signed_int: r = std::to_chars(buf, buf + sizeof buf, arg.signed_int); break;
+    case log_arg::kind::unsigned_int: r = std::to_chars(buf, buf + sizeof buf, arg.unsigned_int); break;
+    case log_arg::kind::floating: r = std::to_chars(buf, buf + sizeof buf, arg.floating); break;
+  }
+  out.append(buf, r.ec == std::errc{} ? r.ptr : buf);
+}
+
+DEVTAP_FUNC std::string format_message(std::string_view pattern, std::span<const log_arg> args) {
+  std::string out;
+  out.reserve(pattern.size() + 16 * args.size());
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
+      out.push_back(c);
+      ++i;
+    } else if (c == '{' && i + 1 < pattern.size() && pattern[i + 1] == '}') {
+      if (next < args.size()) append(out, args[next++]);
+      ++i;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+DEVTAP_FUNC std::string_view level_name(log_level level) noexcept {
+  constexpr std::string_view names[] = {"debug", "info", "warn", "error", "off"};
+  return names[static_cast<int>(level)];
+}
+
+DEVTAP_FUNC void write_stderr(log_level level, std::string_view message) noexcept {
+  std::fprintf(stderr, "[devtap %.*s] %.*s\n", static_cast<int>(level_name(level).size()),
+               level_name(level).data(), static_cast<int>(message.size()), message.data());
+}
+
+DEVTAP_FUNC void write_log_line(log_level level, std::string_view message) {
+  auto& state = logger();
+  std::lock_guard lock(state.mutex);
+  if (state.sink) {
+    char why[256] = "unknown exception";  // copied: what() dies with the exception
+    try {
+      state.sink(level, message);
+      return;
+    } catch (const std::exception& e) {
+      std::snprintf(why, sizeof why, "%s", e.what());
+    } catch (...) {
+    }
+    if (!state.sink_failure_noted) {
+      state.sink_failure_noted = true;
+      std::fprintf(stderr, "[devtap error] the log sink threw (%s); the lines it fails to take go to stderr\n", why);
+    }
+  }
+  write_stderr(level, message);
+}
+
+DEVTAP_FUNC void log_erased(log_level level, std::string_view pattern, std::span<const log_arg> args) {
+  auto& state = logger();
+  // An unknown DEVTAP_LOG value is reported once, by the first call (any level), so that a sink set
+  // before it receives the warning.
+  if (state.env_problem_pending.load(std::memory_order_relaxed) &&
+      state.env_problem_pending.exchange(false, std::memory_order_relaxed) && log_enabled(log_level::warn))
+    write_log_line(log_level::warn, state.env_problem);
+  if (!log_enabled(level)) return;
+  write_log_line(level, format_message(pattern, args));
+}
+
+}  // namespace detail
+
+DEVTAP_FUNC bool log_enabled(log_level level) noexcept {
+  return static_cast<int>(level) >= detail::logger().threshold.load(std::memory_order_relaxed) &&
+         level != log_level::off;
+}
+
+DEVTAP_FUNC void set_log_level(log_level level) noexcept {
+  detail::logger().threshold.store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+DEVTAP_FUNC log_level get_log_level() noexcept {
+  return static_cast<log_level>(detail::logger().threshold.load(std::memory_order_relaxed));
+}
+
+DEVTAP_FUNC void set_log_sink(std::function<void(log_level, std::string_view)> sink) {
+  auto& state = detail::logger();
+  std::lock_guard lock(state.mutex);
+  state.sink = std::move(sink);
+  state.sink_failure_noted = false;
+}
+
+DEVTAP_END_NAMESPACE

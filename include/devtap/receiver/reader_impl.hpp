@@ -1,0 +1,224 @@
+#pragma once
+// The definitions of the device readers and the receiver state (declared in reader.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/receiver/reader.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+
+DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error) {
+  {
+    std::lock_guard lock(failures_mutex);
+    if (++failures_by_source[{stream.device_name, consumer_name}] > kept_failures_per_source) return;
+  }
+  std::string message = "unknown exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  log(log_level::error, "receiver '{}': consumer '{}' on {} threw: {} (postponed to close())", name, consumer_name,
+      stream.device_name, message);
+  std::lock_guard lock(failures_mutex);
+  failures.push_back({stream.device_name, std::move(consumer_name), std::move(message), std::move(error)});
+}
+
+DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
+  std::stop_callback wake_on_stop(stop, [this] { wake_reader(stream_.ring->host); });
+  const bool can_sleep = stream_.ring->producers_wake_reader;
+  unsigned idle = 0;
+  auto idle_since = std::chrono::steady_clock::now();
+  std::uint64_t since_progress = 0;
+  for (;;) {
+    const record_ref rec = reader_.peek();
+    switch (rec.kind) {
+      case record_kind::data:
+        idle = 0;
+        if (rec.header->consumer_id == end_of_stream_id) {
+          reader_.release(rec);
+          reader_.publish();
+          publish_counts();
+          end_stream();  // publishes the position once the consumers have seen the end
+          return;
+        }
+        if (stream_.abandoned.load(std::memory_order_acquire)) {
+          count_lost();
+          return;
+        }
+        dispatch(rec);
+        reader_.release(rec);
+        if (++since_progress % progress_every == 0) publish_progress();
+        continue;
+      case record_kind::skip:
+        reader_.release(rec);
+        continue;
+      case record_kind::malformed:
+        stop_malformed(rec);
+        return;
+      case record_kind::empty:
+        break;
+    }
+    reader_.publish();
+    publish_progress();
+    if (stream_.device_done.load(std::memory_order_acquire)) {
+      if (reader_.peek(std::memory_order_seq_cst).kind == record_kind::empty) {
+        end_stream();
+        return;
+      }
+      continue;
+    }
+    if (stop.stop_requested()) {  // abandoned at a close() timeout, with the ring empty
+      count_lost();
+      return;
+    }
+    // Idle: spin (with pause) for ~20 µs so a trickle of records is picked up at once, then yield,
+    // then sleep; the spin costs CPU only while records keep coming.
+    if (idle++ == 0) idle_since = std::chrono::steady_clock::now();
+    if (idle % 32 != 0) {  // the clock is read on every 32nd empty poll only
+      cpu_relax();
+      continue;
+    }
+    const auto waited = std::chrono::steady_clock::now() - idle_since;
+    if (waited < std::chrono::microseconds(20)) {
+      cpu_relax();
+    } else if (waited < std::chrono::microseconds(200)) {
+      std::this_thread::yield();
+    } else if (!can_sleep) {  // CUDA producers cannot wake us: poll, at most every 250 µs
+      std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::milliseconds(2) ? 20 : 250));
+    } else if (reader_sleep(stream_.ring->host, reader_.position(), [&] {
+                 return stop.stop_requested() || stream_.device_done.load(std::memory_order_seq_cst);
+               })) {
+      std::this_thread::yield();  // claimed, not yet committed: it will be soon
+    }
+  }
+}
+
+DEVTAP_FUNC bool device_reader::refresh_table() {
+  const std::uint32_t v = state_.table_version.load(std::memory_order_acquire);
+  if (v == table_version_) return false;
+  std::lock_guard lock(state_.table_mutex);
+  table_ = state_.entries;
+  table_version_ = state_.table_version.load(std::memory_order_relaxed);
+  return true;
+}
+
+DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
+  const std::uint32_t id = rec.header->consumer_id;
+  consumer_entry* entry = lookup(id);
+  if (entry == nullptr) {
+    add_owned(stream_.unknown_ids, 1);
+    if (stream_.unknown_by_id[id]++ == 0)
+      log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
+          state_.name, id, stream_.device_name);
+    return;
+  }
+  delivery result = delivery::mismatch;
+  if (rec.header->fingerprint == entry->fingerprint) {
+    try {
+      result = entry->deliver(stream_.index, *stream_.dev, rec.payload, rec.payload_bytes);
+    } catch (...) {
+      add_owned(stream_.consumer_errors, 1);
+      state_.record_failure(stream_, entry->name, std::current_exception());
+      return;
+    }
+  }
+  switch (result) {
+    case delivery::delivered:
+      ++delivered_records_;
+      delivered_bytes_ += rec.payload_bytes;
+      break;
+    case delivery::mismatch:
+      add_owned(stream_.mismatches, 1);
+      if (stream_.mismatch_by_id[id]++ == 0)
+        log(log_level::error,
+            "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
+            "{} payload bytes; skipped; logged once)",
+            state_.name, entry->name, stream_.device_name, rec.header->fingerprint, entry->fingerprint,
+            rec.payload_bytes);
+      break;
+    case delivery::failed_before:
+      add_owned(stream_.consumer_errors, 1);
+      break;
+    case delivery::returned_before:
+      add_owned(stream_.ignored, 1);
+      break;
+  }
+}
+
+DEVTAP_FUNC void device_reader::end_stream() {
+  refresh_table();
+  for (auto& entry : table_) {
+    try {
+      entry->finish(stream_.index, *stream_.dev);
+    } catch (...) {
+      state_.record_failure(stream_, entry->name, std::current_exception());
+    }
+  }
+  stream_.consumed.store(reader_.position(), std::memory_order_release);
+  log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
+  state_.mark_finished(stream_);
+}
+
+DEVTAP_FUNC void device_reader::count_lost() {
+  publish_progress();
+  std::uint64_t lost = 0;
+  for (record_ref rec = reader_.peek(); rec.kind == record_kind::data || rec.kind == record_kind::skip;
+       rec = reader_.peek()) {
+    if (rec.kind == record_kind::data && rec.header->consumer_id != end_of_stream_id) ++lost;
+    reader_.release(rec);
+  }
+  reader_.publish();
+  stream_.lost_at_close.store(lost, std::memory_order_relaxed);
+  if (lost != 0)
+    log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
+        state_.name, lost, stream_.device_name);
+  stream_.reader_exited.store(true, std::memory_order_release);
+}
+
+DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
+  stream_.failure = "malformed record on device '" + stream_.device_name + "' at ring offset " +
+                    std::to_string(reader_.offset()) + " (length word " + std::to_string(rec.header->length) +
+                    "): its stream was stopped";
+  log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
+  close_ring(stream_.ring->host, ring_reader_gone);  // blocked producers must not wait for a stopped reader
+  publish_progress();
+  state_.mark_finished(stream_);
+}
+
+DEVTAP_FUNC void abandon(device_stream& stream) {
+  stream.abandoned.store(true, std::memory_order_release);
+  stream.thread.request_stop();
+  close_ring(stream.ring->host, ring_reader_gone);
+  wake_reader(stream.ring->host);
+}
+
+DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
+                                                      std::chrono::steady_clock::time_point deadline) {
+  struct pending_work {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<char> done;
+  };
+  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
+  work->done.assign(streams.size(), 0);
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    streams[i]->dev->after_pending_work([work, i] {
+      {
+        std::lock_guard lock(work->mutex);
+        work->done[i] = 1;
+      }
+      work->cv.notify_all();
+    });
+  std::vector<std::string> busy;
+  std::unique_lock lock(work->mutex);
+  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
+  for (std::size_t i = 0; i < work->done.size(); ++i)
+    if (!work->done[i]) busy.push_back(streams[i]->device_name);
+  return busy;
+}
+
+}  // namespace detail
+
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,296 @@
+#pragma once
+// The definitions of receiver's type-independent members (declared in receiver.hpp): included by
+// receiver.hpp when header-only, compiled once into the library in compiled mode.
+#include <devtap/receiver/receiver.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shared<detail::receiver_state>()) {
+  if (!options.devices.empty() && !options.backends.empty())
+    throw std::invalid_argument("devtap: receiver_options: give `devices` or `backends`, not both");
+  state_->name = options.name.empty() ? std::string("receiver") : options.name;
+  std::vector<device*> devs = detail::resolve_receiver_devices(options);
+  if (devs.empty()) throw std::invalid_argument("devtap: receiver '" + state_->name + "' has no devices");
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    if (devs[i] == nullptr) throw std::invalid_argument("devtap: receiver_options.devices holds a null device");
+    if (std::find(devs.begin(), devs.begin() + static_cast<std::ptrdiff_t>(i), devs[i]) != devs.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument("devtap: device '" + devs[i]->name() + "' is listed twice");
+  }
+  const std::uint64_t share = options.budget_bytes / devs.size();
+  const std::uint64_t capacity = std::bit_floor(std::min<std::uint64_t>(share, detail::max_ring_capacity));
+  if (capacity < 256)
+    throw std::invalid_argument("devtap: receiver '" + state_->name + "': budget_bytes " +
+                                std::to_string(options.budget_bytes) + " leaves less than 256 bytes per device");
+  state_->options = std::move(options);
+
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    auto stream = std::make_unique<detail::device_stream>();
+    stream->dev = devs[i];
+    stream->index = i;
+    stream->device_name = devs[i]->name();
+    stream->ring = devs[i]->allocate_ring(capacity);
+    // The device's own name, not the stream's copy: a tap that fails after the receiver is gone names it.
+    stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, devs[i]->name().c_str(),
+                                  stream->ring->host_can_produce, state_->id);
+    state_->streams.push_back(std::move(stream));
+  }
+  for (std::size_t i = 0; i < state_->streams.size(); ++i) {
+    detail::device_stream& stream = *state_->streams[i];
+    if (!stream.dev->try_attach(&stream.out)) {
+      for (std::size_t j = 0; j < i; ++j) state_->streams[j]->dev->detach(&state_->streams[j]->out);
+      throw outfeed_error("devtap: device '" + stream.device_name +
+                          "' already has a receiver attached (at most one receiver per device at once)");
+    }
+  }
+  for (auto& stream : state_->streams)
+    stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
+  {
+    auto& list = detail::open_receivers();
+    std::lock_guard lock(list.mutex);
+    if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
+    list.open.push_back(this);
+  }
+  log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
+      state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
+}
+
+DEVTAP_FUNC receiver::~receiver() {
+  forget();
+  if (closed_.load(std::memory_order_acquire)) return;
+  if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
+    log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
+        where);
+    abandon_all();
+    return;
+  }
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log(log_level::error, "receiver '{}' destroyed without close(); close() would have thrown: {}", state_->name,
+        e.what());
+  } catch (...) {
+    log(log_level::error, "receiver '{}' destroyed without close(); close() would have thrown", state_->name);
+  }
+}
+
+DEVTAP_FUNC std::vector<device*> receiver::devices() const {
+  std::vector<device*> out;
+  for (const auto& stream : state_->streams) out.push_back(stream->dev);
+  return out;
+}
+
+DEVTAP_FUNC void receiver::flush() {
+  refuse_inside("flush()", false);
+  flush_until(detail::deadline_after(state_->options.close_timeout), "flush()");
+}
+
+DEVTAP_FUNC void receiver::barrier() {
+  refuse_inside("barrier()", true);
+  const auto deadline = detail::deadline_after(state_->options.close_timeout);
+  const std::vector<std::string> busy = detail::wait_for_pending_work(state_->streams, deadline);
+  if (!busy.empty())
+    throw timeout_error("devtap: receiver '" + state_->name + "': barrier() timed out after " +
+                            std::to_string(state_->options.close_timeout.count()) +
+                            " ms; devices whose work did not finish: " + detail::join(busy, std::identity{}),
+                        busy);
+  flush_until(deadline, "barrier()");
+}
+
+DEVTAP_FUNC void receiver::close() {
+  std::unique_lock closing(close_mutex_, std::defer_lock);
+  if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
+    refuse_inside("close()", true);
+    closing.lock();
+  }
+  if (closed_.load(std::memory_order_relaxed)) return;
+  refuse_inside("close()", true);
+  closed_.store(true, std::memory_order_release);
+  forget();
+  auto& state = *state_;
+  for (auto& stream : state.streams) {
+    detail::device_stream* s = stream.get();
+    if (s->ring->host_can_produce)
+      s->dev->after_pending_work([keep = state_, s] {
+        detail::write_end_marker(s->ring->host);
+        s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
+      });
+    else
+      s->dev->after_pending_work([keep = state_, s] {
+        detail::close_ring(s->ring->host, detail::ring_ending);
+        s->device_done.store(true, std::memory_order_seq_cst);
+        detail::wake_reader(s->ring->host);
+      });
+  }
+  const auto deadline = detail::deadline_after(state.options.close_timeout);
+  {
+    std::unique_lock lock(state.done_mutex);
+    state.done_cv.wait_until(lock, deadline, [&] {
+      return std::all_of(state.streams.begin(), state.streams.end(),
+                         [](const auto& stream) { return stream->finished.load(std::memory_order_acquire); });
+    });
+  }
+  std::vector<std::string> stuck;
+  for (auto& stream : state.streams) {
+    if (stream->finished.load(std::memory_order_acquire)) {
+      stream->thread.join();
+    } else {
+      stuck.push_back(stream->device_name);
+      detail::abandon(*stream);
+    }
+    stream->dev->detach(&stream->out);
+    stream->dev->retire_ring(stream->ring);
+  }
+  for (auto& stream : state.streams) {
+    if (!stream->thread.joinable()) continue;
+    // A reader stuck inside a consumer cannot be joined without hanging: give it a moment to count what
+    // it leaves, then let it go (it owns a reference to the shared state: nothing it touches is freed).
+    for (int i = 0; i < 100 && !stream->reader_exited.load(std::memory_order_acquire); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
+    else stream->thread.detach();
+  }
+  for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
+    if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
+      stream->ring->release_memory();
+  std::vector<std::string> stuck_described;
+  for (const auto& stream : state.streams)
+    if (stream->abandoned.load(std::memory_order_relaxed))
+      stuck_described.push_back(
+          stream->device_name +
+          (stream->reader_exited.load(std::memory_order_acquire)
+               ? " (" + std::to_string(stream->lost_at_close.load(std::memory_order_relaxed)) + " records not delivered)"
+               : " (its reader has not stopped yet, a consumer call may still be running; what its ring holds is counted "
+                 "in stats().lost_at_close)"));
+  std::vector<consumer_failure> failures;
+  {
+    std::lock_guard lock(state.failures_mutex);
+    failures = state.failures;
+    for (const auto& [source, thrown] : state.failures_by_source)
+      if (thrown > state.kept_failures_per_source)
+        failures.push_back({source.first, source.second,
+                            std::to_string(thrown - state.kept_failures_per_source) + " more exception(s), not kept (" +
+                                std::to_string(thrown) + " in all)",
+                            {}});
+  }
+  {
+    std::lock_guard lock(state.table_mutex);
+    for (auto& stream : state.streams) detail::add_stream_failures(*stream, state.entries, failures);
+  }
+  std::string errors;
+  for (const auto& f : failures) errors += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
+  if (!stuck.empty())
+    throw timeout_error("devtap: receiver '" + state.name + "': close() timed out after " +
+                            std::to_string(state.options.close_timeout.count()) +
+                            " ms; devices that did not finish: " + detail::join(stuck_described, std::identity{}) +
+                            (errors.empty() ? "" : "; also:" + errors),
+                        stuck);
+  if (!failures.empty()) {
+    const std::size_t count = failures.size();  // before the move below: argument order is unspecified
+    throw tap_error("devtap: receiver '" + state.name + "': " + std::to_string(count) + " consumer failure(s):" + errors,
+                    std::move(failures));
+  }
+}
+
+DEVTAP_FUNC receiver_stats receiver::stats() const {
+  receiver_stats st;
+  for (const auto& stream : state_->streams) {
+    device_stats d;
+    d.device = stream->device_name;
+    d.records = stream->records.load(std::memory_order_relaxed);
+    d.bytes = stream->bytes.load(std::memory_order_relaxed);
+    d.unknown_ids = stream->unknown_ids.load(std::memory_order_relaxed);
+    d.type_mismatches = stream->mismatches.load(std::memory_order_relaxed);
+    d.consumer_errors = stream->consumer_errors.load(std::memory_order_relaxed);
+    d.ignored = stream->ignored.load(std::memory_order_relaxed);
+    d.lost_at_close = stream->lost_at_close.load(std::memory_order_relaxed);
+    auto* words = stream->ring->host.consumer;
+    d.dropped_records = std::atomic_ref<std::uint64_t>(words->dropped_records).load(std::memory_order_relaxed);
+    d.dropped_bytes = std::atomic_ref<std::uint64_t>(words->dropped_bytes).load(std::memory_order_relaxed);
+    if (stream->finished.load(std::memory_order_acquire) && !stream->failure.empty()) {
+      d.stream_failed = true;
+      d.failure = stream->failure;
+    }
+    st.devices.push_back(std::move(d));
+  }
+  return st;
+}
+
+DEVTAP_FUNC const char* receiver::inside(bool devices_too) const {
+  for (const auto& stream : state_->streams) {
+    if (stream->thread.get_id() == std::this_thread::get_id()) return "a consumer of this receiver";
+    if (devices_too && stream->dev->runs_on_this_thread()) return "the work of one of its devices";
+  }
+  return nullptr;
+}
+
+DEVTAP_FUNC void receiver::refuse_inside(const char* call, bool devices_too) const {
+  if (const char* where = inside(devices_too))
+    throw std::logic_error(std::string("devtap: receiver '") + state_->name + "': " + call + " called from " + where +
+                           ", which it would wait for; call it from another thread");
+}
+
+DEVTAP_FUNC void receiver::abandon_all() {
+  closed_.store(true, std::memory_order_release);
+  for (auto& stream : state_->streams) {
+    detail::abandon(*stream);
+    stream->dev->detach(&stream->out);
+    stream->dev->retire_ring(stream->ring);
+    // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
+    // when it returns, and a joinable jthread there would join itself.
+    if (stream->thread.joinable()) stream->thread.detach();
+  }
+}
+
+DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {
+  std::vector<std::uint64_t> targets;
+  for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position());
+  for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
+    std::vector<std::string> behind;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      const auto& stream = *state_->streams[i];
+      const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
+      if (!stream.finished.load(std::memory_order_acquire) && static_cast<std::int64_t>(done - targets[i]) < 0)
+        behind.push_back(stream.device_name);
+    }
+    if (behind.empty()) return;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw timeout_error("devtap: receiver '" + state_->name + "': " + call + " timed out; devices behind: " +
+                              detail::join(behind, std::identity{}),
+                          behind);
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+DEVTAP_FUNC void receiver::forget() noexcept {  // no longer open: the exit handler leaves it alone
+  auto& list = detail::open_receivers();
+  std::lock_guard lock(list.mutex);
+  std::erase(list.open, this);
+}
+
+DEVTAP_FUNC detail::device_stream& receiver::stream_of(const device& dev) const {
+  for (const auto& stream : state_->streams)
+    if (stream->dev == &dev) return *stream;
+  throw std::invalid_argument("devtap: device '" + dev.name() + "' is not drained by receiver '" + state_->name + "'");
+}
+
+/** At normal exit: closes every receiver still open (drained within its close_timeout; consumers see
+ *  their end of stream) and logs what could not be delivered. */
+DEVTAP_FUNC void detail::close_open_receivers_at_exit() {
+  std::vector<receiver*> open;
+  {
+    auto& list = open_receivers();
+    std::lock_guard lock(list.mutex);
+    open.swap(list.open);
+  }
+  for (receiver* rx : open) {
+    try {
+      rx->close();
+    } catch (const std::exception& e) {
+      log(log_level::error, "receiver '{}' closed at exit: {}", rx->name(), e.what());
+    } catch (...) {
+      log(log_level::error, "receiver '{}' closed at exit with an unknown error", rx->name());
+    }
+  }
+}
+
+DEVTAP_END_NAMESPACE

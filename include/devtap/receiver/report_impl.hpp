@@ -1,0 +1,47 @@
+#pragma once
+// The definitions of what close() reports (declared in report.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/receiver/report.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+
+DEVTAP_FUNC std::string sticky_error_text(const device_stream& stream) {
+  auto* words = stream.ring->host.consumer;
+  const std::uint32_t code = std::atomic_ref<std::uint32_t>(words->sticky_error).load(std::memory_order_acquire);
+  const std::uint32_t detail_value = std::atomic_ref<std::uint32_t>(words->sticky_detail).load(std::memory_order_relaxed);
+  std::string text;
+  if (code & sticky_record_too_large)
+    text += "a tap on the device refused a record of " + std::to_string(detail_value) +
+            " bytes: larger than the device accepts (" +
+            describe_bytes(max_record_bytes(stream.ring->host.capacity) - sizeof(record_header)) +
+            "); raise receiver_options::budget_bytes";
+  if (code & sticky_ring_full)
+    text += std::string(text.empty() ? "" : "; ") + "taps on the device found its ring full (overflow_policy::error)";
+  if (code & sticky_stale_point)
+    text += std::string(text.empty() ? "" : "; ") +
+            "taps through a tap_point of another receiver, or of none, were dropped (counted in dropped_records)";
+  return text;
+}
+
+DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vector<std::shared_ptr<consumer_entry>>& entries,
+                                std::vector<consumer_failure>& failures) {
+  const bool reader_done =
+      stream.finished.load(std::memory_order_acquire) || stream.reader_exited.load(std::memory_order_acquire);
+  if (reader_done && !stream.failure.empty()) failures.push_back({stream.device_name, "(stream)", stream.failure, {}});
+  if (std::string sticky = sticky_error_text(stream); !sticky.empty())
+    failures.push_back({stream.device_name, "(device)", std::move(sticky), {}});
+  if (!reader_done) return;
+  for (const auto& [id, count] : stream.unknown_by_id)
+    failures.push_back({stream.device_name, "#" + std::to_string(id),
+                        std::to_string(count) + " record(s) for unknown consumer id " + std::to_string(id) + " skipped",
+                        {}});
+  for (const auto& [id, count] : stream.mismatch_by_id)
+    failures.push_back({stream.device_name, id - 1 < entries.size() ? entries[id - 1]->name : "#" + std::to_string(id),
+                        std::to_string(count) + " record(s) that do not match the consumer's type skipped", {}});
+}
+
+}  // namespace detail
+
+DEVTAP_END_NAMESPACE

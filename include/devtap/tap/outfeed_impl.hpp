@@ -1,0 +1,47 @@
+#pragma once
+// The definitions of the host tap's refusals (declared in outfeed.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/tap/outfeed.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+
+[[noreturn]] DEVTAP_FUNC void throw_closed(const char* device_name) {
+  throw outfeed_error(std::string("devtap: tap on device '") + device_name +
+                      "' after its receiver closed (the record was not written)");
+}
+
+[[noreturn]] DEVTAP_FUNC void throw_too_large(const outfeed& out, std::uint64_t payload, std::uint64_t bytes) {
+  const std::uint64_t capacity = out.ring().capacity;
+  throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
+                      out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(capacity) - sizeof(record_header)) +
+                      " in a ring of " + describe_bytes(capacity) + "); " +
+                      (bytes <= max_record_limit
+                           ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
+                                 describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
+                           : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
+                                 ": tap smaller pieces"));
+}
+
+[[noreturn]] DEVTAP_FUNC void throw_refused(const outfeed& out, tap_refusal why) {
+  const std::string device = std::string("device '") + out.device_name() + "'";
+  switch (why) {
+    case tap_refusal::kernels_only:
+      throw outfeed_error("devtap: " + device + " takes taps from its own kernels only (pass this outfeed to a kernel)");
+    case tap_refusal::unattached_point:
+      throw outfeed_error("devtap: tap on " + device + " through a tap_point that no receiver attached (nothing was written)");
+    default:
+      throw outfeed_error("devtap: tap on " + device +
+                          " through a tap_point of another receiver, or of a closed one (nothing was written)");
+  }
+}
+
+[[noreturn]] DEVTAP_FUNC void throw_full(const outfeed& out) {
+  throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
+                      describe_bytes(out.ring().capacity) + "; overflow_policy::error)");
+}
+
+}  // namespace detail
+
+DEVTAP_END_NAMESPACE
