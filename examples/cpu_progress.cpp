@@ -43,7 +43,8 @@ devtap::consumer<epoch_stats> largest_gradient(devtap::inbox<epoch_stats> in) {
 }
 
 int main() {
-  // Every device of every backend that initialises (cpu here; cuda too where there is a GPU).
+  // Every device of every backend this program was built with: cpu here (the `devtap` dependency;
+  // `devtap-cuda` would add the GPUs).
   devtap::receiver rx({.budget_bytes = 1 << 20, .name = "fit"});
   auto progress_tap = rx.attach<progress>(report);
   auto stats_tap = rx.attach<epoch_stats>(largest_gradient, devtap::shared);
