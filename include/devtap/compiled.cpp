@@ -1,9 +1,11 @@
 // The one translation unit of devtap's compiled mode (Meson: -Dcompiled=true): the definitions of
 // every *_impl.hpp, strong, plus the registries every program instantiates the same way. Programs
 // then compile against declarations, with DEVTAP_COMPILED=1 (the `devtap` dependency passes it).
-// Built with DEVTAP_WITH_CUDA=1 for the devtap-cuda library, without it for devtap.
+// Built with DEVTAP_WITH_CUDA=1 for the devtap-cuda library, without it for devtap. It also holds
+// devtap::print's host formatter ({fmt}), so programs need not include print_host.hpp.
 #define DEVTAP_BUILDING_LIBRARY 1
 #include <devtap/devtap.hpp>
+#include <devtap/print_host.hpp>
 
 #include <devtap/backend/cpu_impl.hpp>
 #include <devtap/backend/default_impl.hpp>

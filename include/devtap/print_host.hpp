@@ -12,8 +12,17 @@
  * It defines the one function behind attach_print (not inline, so that files which never see it
  * can call it): a program without this header fails to link with "undefined reference to
  * devtap::detail::print_host_attach", one that includes it twice with "multiple definition of" it.
- * The parts (<devtap/print/consumer.hpp> and below) may be included anywhere. */
+ * The parts (<devtap/print/consumer.hpp> and below) may be included anywhere.
+ *
+ * In compiled mode (DEVTAP_COMPILED=1) the library defines that function: this header then brings
+ * only the receiver and {fmt}, as it does header-only, and including it (in any number of files,
+ * or none) is harmless. */
 #include <devtap/print.hpp>
+#include <devtap/receiver.hpp>
+
+#include <fmt/format.h>
+
+#if DEVTAP_HEADER_ONLY || defined(DEVTAP_BUILDING_LIBRARY)
 #include <devtap/print/consumer.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -24,3 +33,4 @@ print_channel print_host_attach(receiver& rx, print_options options) {  // NOLIN
 }
 }  // namespace detail
 DEVTAP_END_NAMESPACE
+#endif
