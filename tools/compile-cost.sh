@@ -8,6 +8,7 @@
 #   (c) c_coroutine  one tap, a coroutine consumer
 #   (d) d_print      devtap::print from a cpu device + its host formatter
 #   (e) e_include    includes devtap.hpp, uses nothing
+#   (f) f_std_floor  no devtap: the standard headers devtap.hpp includes, + {fmt} (the floor under e)
 #
 #   tools/compile-cost.sh [--reps N] [--compilers "g++ clang++-16"] [--mode header-only|compiled|pch]
 #                         [--csv] [--units "a b c"]
@@ -21,7 +22,7 @@ reps=3
 compilers="g++ clang++-16"
 mode=header-only
 csv=0
-units="a b c d e"
+units="a b c d e f"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
@@ -29,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --mode) mode=$2; shift 2 ;;
     --units) units=$2; shift 2 ;;
     --csv) csv=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "compile-cost: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

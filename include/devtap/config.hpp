@@ -36,6 +36,14 @@
 #else
 #  define DEVTAP_HEADER_ONLY 0
 #endif
+// On the in-class declarations of virtual members defined in an *_impl.hpp file: inline when
+// header-only, so that the vtable is not anchored to them (which would emit it, and every virtual
+// member, in each unit that includes the header); nothing in compiled mode.
+#if DEVTAP_HEADER_ONLY
+#  define DEVTAP_INLINE_VIRTUAL inline
+#else
+#  define DEVTAP_INLINE_VIRTUAL
+#endif
 // On the definitions in the *_impl.hpp files: inline when header-only, strong in the library.
 #if defined(DEVTAP_BUILDING_LIBRARY)
 #  define DEVTAP_FUNC

@@ -82,8 +82,7 @@ int cpu_device_count_from(const char* text);
 /** A host device: one executor thread running the work given to it, in submission order. */
 class cpu_device final : public device {
 public:
-  cpu_device(int id, int process_index)
-     ;
+  cpu_device(int id, int process_index);
 
   /** Queues `fn` (taking `cpu_context&` or nothing) and returns a future of its result; an
    * exception thrown by `fn` is stored in the future. */
@@ -113,12 +112,12 @@ public:
            }).get();
   }
 
-  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override;
+  DEVTAP_INLINE_VIRTUAL std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override;
 
   bool runs_on_this_thread() const noexcept override { return executor_.on_executor_thread(); }
 
   /** Queues `fn` behind the work already submitted; an exception from `fn` is logged. */
-  void after_pending_work(std::function<void()> fn) override;
+  DEVTAP_INLINE_VIRTUAL void after_pending_work(std::function<void()> fn) override;
 
 private:
   detail::executor executor_;  // joined (after running what is queued) when the device is destroyed
@@ -134,7 +133,7 @@ class cpu_client final : public client {
 public:
   /** `devices` host devices (at least 1) for the process described by `process`. */
   explicit cpu_client(int devices, process_info process = current_process());
-  ~cpu_client() override;
+  DEVTAP_INLINE_VIRTUAL ~cpu_client() override;
 
   std::string_view platform() const noexcept override { return detail::cpu_platform; }
   int process_index() const noexcept override { return process_.index; }
