@@ -98,10 +98,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int gpus = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&gpus); e != cudaSuccess || gpus == 0) {
-    std::printf("cuda_histogram: no usable GPU (%s): nothing to aggregate here\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("cuda_histogram: no usable GPU (%s): nothing to aggregate here\n", gpu.reason.c_str());
+    if (!gpu.nothing_to_run_on()) return 1;  // a driver is there and CUDA still fails: an error
     return as_test ? 77 : 0;
   }
   devtap::device& gpu = *devtap::devices("cuda")[0];

@@ -104,10 +104,10 @@ options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const options opt = parse(argc, argv);
-  int gpus = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&gpus); e != cudaSuccess || gpus == 0) {
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
     std::printf("cuda_progress: no usable GPU (%s): nothing to show here; examples/cpu_progress is the CPU version\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+                gpu.reason.c_str());
+    if (!gpu.nothing_to_run_on()) return 1;  // a driver is there and CUDA still fails: an error
     return opt.as_test ? 77 : 0;
   }
   devtap::device& gpu = *devtap::devices("cuda")[0];

@@ -31,9 +31,9 @@ __global__ void simulate(devtap::printer out, int steps) {
 
 int main(int argc, char** argv) {
   const bool as_test = argc > 1 && std::strcmp(argv[1], "--as-test") == 0;
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
-    std::printf("kernel_print: no GPU here; nothing to print\n");
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("kernel_print: no usable GPU (%s); nothing to print\n", gpu.reason.c_str());
+    if (!gpu.nothing_to_run_on()) return 1;  // a driver is there and CUDA still fails: an error
     return as_test ? 77 : 0;
   }
   devtap::device* gpu = devtap::devices("cuda")[0];

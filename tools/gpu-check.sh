@@ -1,120 +1,145 @@
 #!/usr/bin/env bash
-# The whole GPU check in one call, for a machine with a GPU (issue 5):
-#   tools/gpu-check.sh [OUTDIR]        (default: $OUT)
-# configures and builds with CUDA, runs every GPU test (meson suites `cuda` and `gpu`, then the
-# whole suite), the CUDA examples and the GPU bench, and writes into OUTDIR:
-#   summary.txt       what ran and how it ended (also on stdout)
-#   env.txt           nvidia-smi, nvcc, meson, ninja, compiler versions
-#   configure.log build.log
-#   test-gpu.log      meson test --suite cuda --suite gpu (each case is its own test)
-#   test-all.log      the whole suite; testlog-*.json meson's logs
-#   example-*.log     cuda_progress, cuda_histogram
-#   bench-cuda.txt bench-cuda.csv
-# The device machine has nvcc, meson and ninja (pip) but no Debian packages and no network: {fmt}
-# and Catch2 come from .deps/ (TOOLCHAIN.md, "GPU runs"; carry it along). Environment knobs:
-#   GPU_CHECK_BUILD=dir     build directory (default build-gpu)
-#   GPU_CHECK_BENCH_ARGS    extra arguments for devtap-bench-cuda (e.g. "--mib-per-cell 128")
-# Exit status: 0 when every GPU test passed (or skipped) and the build succeeded, else 1.
+# The GPU check: built here, run on a lent GPU machine in one short call.
+#
+#   tools/gpu-check.sh prepare [--build DIR] [PACK]
+#       Builds (in DIR, default `build`; configured with CUDA if it is not yet) every GPU program:
+#       the GPU tests, the CUDA examples run as tests, the GPU benches and the JAX peer script,
+#       and copies them into PACK (default build-gpu-check/pack, ignored by git) with the shared
+#       libraries they need that are not part of the C library or the compiler runtime ({fmt},
+#       the CUDA runtime) in PACK/lib. Prints PACK's size; the first word of the last line is PACK,
+#       relative to the repository root. Fails if PACK is over 64 MiB.
+#   tools/gpu-check.sh run PACK RESULTS
+#       Runs every program of PACK, each under a timeout, prints one table, and writes each log,
+#       the bench CSVs and env.txt into RESULTS. Under 5 minutes on one H200. Exit status:
+#         77  no GPU driver on this machine (no nvidia-smi): one line says so, nothing ran;
+#          1  a program failed or timed out, or one skipped although nvidia-smi lists a GPU;
+#          0  everything passed.
+#
+# On the device machine (nvcc, no Debian packages, no network) nothing is built: copy the working
+# tree with PACK (the `run` tool's carry), then `tools/gpu-check.sh run PACK "$OUT"`.
 set -uo pipefail
-
-out=${1:-${OUT:-}}
-if [ -z "$out" ]; then
-  echo "usage: tools/gpu-check.sh OUTDIR   (or set OUT)" >&2
-  exit 2
-fi
-mkdir -p "$out" && out=$(cd "$out" && pwd)
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
-build=${GPU_CHECK_BUILD:-build-gpu}
-status=0
-: > "$out/summary.txt"
-say() { echo "[gpu-check] $*" | tee -a "$out/summary.txt"; }
-elapsed() { echo "$(( $(date +%s) - start ))s"; }
-start=$(date +%s)
+max_pack_mib=64
 
-if [ -d .deps/root ]; then
-  deps=$root/.deps/root
-  export PKG_CONFIG_SYSROOT_DIR=$deps
-  export PKG_CONFIG_PATH=$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-  export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  say "fmt and Catch2 from .deps/"
-else
-  say "no .deps/: fmt and Catch2 must be installed (see TOOLCHAIN.md, 'GPU runs')"
-fi
-[ -d /usr/local/cuda/bin ] && export PATH=/usr/local/cuda/bin:$PATH
+usage() { sed -n '2,21p' "$0" >&2; exit 2; }
 
-{
-  echo "== nvidia-smi"; nvidia-smi 2>&1
-  echo "== nvcc"; nvcc --version 2>&1
-  echo "== meson $(meson --version 2>&1), ninja $(ninja --version 2>&1)"
-  echo "== c++"; c++ --version 2>&1 | head -1
-  echo "== git"; git -C "$root" log --oneline -1 2>&1
-  echo "== cpus $(nproc)"
-} > "$out/env.txt"
-say "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo 'nvidia-smi failed')"
+# name | path in the build dir | arguments | timeout (s) | what it is
+programs() {
+  cat <<'LIST'
+cuda_outfeed_gpu|tests/cuda/cuda_outfeed_gpu||90|GPU tests: taps from kernels (tests/cuda/outfeed_gpu.cu)
+cuda_tap_host|tests/cuda/cuda_tap_host||60|the device claim protocol on host threads
+cuda_fingerprint|tests/cuda/cuda_fingerprint_nvcc||30|fingerprints agree between nvcc's passes
+registry_cuda|tests/backend/backend_default_registry_cuda|[default]|30|the default registry picks cuda
+print_nvcc|tests/print/print_nvcc||90|devtap::print from kernels, over 1 MB from one kernel
+cuda_progress|examples/cuda_progress|--as-test|60|example: a kernel's live progress
+cuda_histogram|examples/cuda_histogram|--as-test|60|example: warp taps of a histogram
+kernel_print|examples/kernel_print|--as-test|60|example: printing from kernels
+bench_cuda|bench/cuda/devtap-bench-cuda|--csv @RESULTS@/bench-gpu.csv|150|bench: taps vs cudaMemcpyAsync, cudaLaunchHostFunc, flag round trip
+bench_print_gpu|bench/print/devtap-bench-print-gpu||90|bench: devtap::print vs CUDA printf
+LIST
+}
 
-# ---- configure and build (keep going past unrelated failures: the GPU targets still get built)
-if [ -d "$build" ]; then setup=(meson setup --reconfigure); else setup=(meson setup); fi
-if ! "${setup[@]}" "$build" -Dcuda=enabled -Dbench=true -Dtests=true -Dexamples=true >"$out/configure.log" 2>&1; then
-  say "configure FAILED (configure.log)"
-  tail -30 "$out/configure.log"
-  exit 1
-fi
-meson configure "$build" -Dcuda_std=c++20 >/dev/null 2>&1
-if ninja -C "$build" -k 0 >"$out/build.log" 2>&1; then
-  say "build ok ($(elapsed))"
-else
-  say "build had FAILURES (build.log): $(grep -c '^FAILED' "$out/build.log") target(s); testing what built"
-  grep '^FAILED' "$out/build.log" | head -20 | tee -a "$out/summary.txt"
-  status=1
-fi
+prepare() {
+  local build=build pack=build-gpu-check/pack
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --build) build=$2; shift 2 ;;
+      -*) usage ;;
+      *) pack=$1; shift ;;
+    esac
+  done
+  if [[ ! -f $build/build.ninja ]]; then
+    meson setup "$build" -Dcuda=enabled || { echo "gpu-check: configure failed" >&2; exit 1; }
+  fi
+  if ! meson introspect "$build" --buildoptions | python3 -c '
+import json, sys
+sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json.load(sys.stdin)) else 1)'; then
+    echo "gpu-check: $build is configured with -Dcuda=disabled" >&2; exit 1
+  fi
+  local targets=()
+  while IFS='|' read -r name path args limit what; do targets+=("$path"); done < <(programs)
+  if ! ninja -C "$build" "${targets[@]}"; then
+    echo "gpu-check: building the GPU programs failed (is nvcc found? -Dcuda=enabled)" >&2; exit 1
+  fi
+  rm -rf "$pack" && mkdir -p "$pack/bin" "$pack/lib"
+  while IFS='|' read -r name path args limit what; do
+    cp "$build/$path" "$pack/bin/$name"
+    strip --strip-debug "$pack/bin/$name"  # the debug info is most of the size; symbols stay for backtraces
+    # What the program needs beyond libc and the compiler runtime (present on any machine).
+    ldd "$build/$path" | awk '/=> \// {print $3}' | while read -r lib; do
+      case $(basename "$lib") in
+        libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+        *) cp -L -n "$lib" "$pack/lib/" ;;
+      esac
+    done
+  done < <(programs)
+  programs > "$pack/programs.txt"
+  cp bench/cuda/jax_peer.py "$pack/bin/" 2>/dev/null || true
+  git -C "$root" rev-parse --short HEAD > "$pack/commit.txt" 2>/dev/null || true
+  local kib
+  kib=$(du -sk "$pack" | cut -f1)
+  echo "gpu-check: $(ls "$pack/bin" | wc -l) programs, libraries: $(ls "$pack/lib" | tr '\n' ' ')"
+  if (( kib > max_pack_mib * 1024 )); then
+    echo "gpu-check: $pack is $((kib / 1024)) MiB, over $max_pack_mib MiB" >&2; exit 1
+  fi
+  echo "$pack ($((kib / 1024)) MiB, $kib KiB): carry it, then: tools/gpu-check.sh run $pack RESULTS"
+}
 
-# ---- GPU tests: each case of tests/cuda/outfeed_gpu.cu, tap_host, fingerprints, the CUDA examples
-meson test -C "$build" --no-rebuild --suite cuda --suite gpu --print-errorlogs --num-processes 1 \
-  >"$out/test-gpu.log" 2>&1
-gpu_rc=$?
-[ -f "$build/meson-logs/testlog.json" ] && cp "$build/meson-logs/testlog.json" "$out/testlog-gpu.json"
-say "GPU tests: $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/test-gpu.log" | tr -s ' ' | tr '\n' ' ') (test-gpu.log)"
-grep -E '^ *[0-9]+/[0-9]+ .*(FAIL|TIMEOUT|ERROR)' "$out/test-gpu.log" | tee -a "$out/summary.txt"
-if grep -qE '^ *[0-9]+/[0-9]+ .* SKIP ' "$out/test-gpu.log" && nvidia-smi >/dev/null 2>&1; then
-  say "note: some GPU tests SKIPPED although nvidia-smi works:"
-  grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$out/test-gpu.log" | tee -a "$out/summary.txt"
-fi
-[ $gpu_rc -eq 0 ] || status=1
+run() {
+  [[ $# -eq 2 ]] || usage
+  local pack=$1 results=$2
+  [[ -f $pack/programs.txt ]] || { echo "gpu-check: $pack is not a prepared folder (tools/gpu-check.sh prepare)" >&2; exit 2; }
+  if ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "gpu-check: no GPU driver here (no nvidia-smi): nothing was run"
+    exit 77
+  fi
+  mkdir -p "$results" && results=$(cd "$results" && pwd)
+  pack=$(cd "$pack" && pwd)
+  local gpus
+  gpus=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | grep -c . || true)
+  {
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit: $(cat "$pack/commit.txt" 2>/dev/null)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+    echo "cpus: $(nproc)"
+  } > "$results/env.txt"
+  export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  local status=0 start=$SECONDS rows=()
+  while IFS='|' read -r name path args limit what; do
+    local t0=$SECONDS rc
+    # shellcheck disable=SC2086  # the arguments are words
+    env -u DEVTAP_PLATFORMS -u DEVTAP_CPU_DEVICES timeout -k 5 "$limit" "$pack/bin/$name" ${args//@RESULTS@/$results} \
+      > "$results/$name.log" 2>&1 < /dev/null
+    rc=$?
+    local verdict
+    case $rc in
+      0) verdict=PASS ;;
+      77) verdict=SKIP; if (( gpus > 0 )); then verdict="FAIL (skipped, but nvidia-smi lists $gpus GPU(s))"; fi ;;
+      124|137) verdict="TIMEOUT (${limit}s)" ;;
+      *) verdict="FAIL (exit $rc)" ;;
+    esac
+    [[ $verdict == PASS || $verdict == SKIP ]] || status=1
+    rows+=("$(printf '%-18s %-40s %4ss  %s' "$name" "$verdict" "$((SECONDS - t0))" "$what")")
+  done < "$pack/programs.txt"
+  if [[ -f $pack/bin/jax_peer.py ]]; then
+    local t0=$SECONDS rc verdict
+    timeout -k 5 90 python3 "$pack/bin/jax_peer.py" --csv "$results/bench-jax.csv" > "$results/jax_peer.log" 2>&1
+    rc=$?
+    case $rc in 0) verdict=PASS ;; 77) verdict="SKIP (no JAX with a GPU)" ;; *) verdict="FAIL (exit $rc)"; status=1 ;; esac
+    rows+=("$(printf '%-18s %-40s %4ss  %s' jax_peer "$verdict" "$((SECONDS - t0))" "peer: JAX io_callback / debug.callback")")
+  fi
+  {
+    echo "GPU check, $(head -3 "$results/env.txt" | tail -1)"
+    printf '%-18s %-40s %5s  %s\n' program result time what
+    printf '%s\n' "${rows[@]}"
+    echo "total $((SECONDS - start)) s, status $status; logs and CSVs in $results"
+  } | tee "$results/summary.txt"
+  exit $status
+}
 
-# ---- the whole suite (CPU tests too), for the record
-meson test -C "$build" --no-rebuild --print-errorlogs >"$out/test-all.log" 2>&1
-all_rc=$?
-[ -f "$build/meson-logs/testlog.json" ] && cp "$build/meson-logs/testlog.json" "$out/testlog-all.json"
-say "all tests: $(grep -E '^(Ok|Fail|Skipped|Timeout):' "$out/test-all.log" | tr -s ' ' | tr '\n' ' ') (test-all.log, exit $all_rc)"
-
-# ---- the CUDA examples, as a user runs them
-if [ -x "$build/examples/cuda_progress" ]; then
-  timeout 60 "$build/examples/cuda_progress" --seconds 3 >"$out/example-cuda_progress.log" 2>&1
-  say "cuda_progress: exit $? ($(tail -1 "$out/example-cuda_progress.log"))"
-fi
-if [ -x "$build/examples/cuda_histogram" ]; then
-  timeout 60 "$build/examples/cuda_histogram" >"$out/example-cuda_histogram.log" 2>&1
-  say "cuda_histogram: exit $? ($(tail -1 "$out/example-cuda_histogram.log"))"
-fi
-
-# ---- the GPU bench (built by meson once bench/meson.build has subdir('cuda'); else built here)
-bench=$build/bench/cuda/devtap-bench-cuda
-if [ ! -x "$bench" ]; then
-  bench=$build/devtap-bench-cuda-direct
-  say "bench/cuda not in the Meson build: compiling it with nvcc directly"
-  nvcc -std=c++20 -O2 --expt-relaxed-constexpr '-gencode=arch=compute_90,code=[sm_90,compute_90]' \
-    -I"$root/include" -DDEVTAP_WITH_CUDA=1 "$root/bench/cuda/cuda.cu" -o "$bench" -lpthread \
-    >"$out/bench-build.log" 2>&1 || { say "bench build FAILED (bench-build.log)"; status=1; }
-fi
-if [ -x "$bench" ]; then
-  # shellcheck disable=SC2086
-  timeout 400 "$bench" --csv "$out/bench-cuda.csv" ${GPU_CHECK_BENCH_ARGS:-} >"$out/bench-cuda.txt" 2>&1
-  bench_rc=$?
-  say "bench: exit $bench_rc$([ $bench_rc -eq 77 ] && echo ' (skipped: no usable GPU)') (bench-cuda.txt, bench-cuda.csv)"
-  cat "$out/bench-cuda.txt"
-  [ $bench_rc -eq 0 ] || [ $bench_rc -eq 77 ] || status=1
-fi
-
-say "done in $(elapsed), status $status"
-exit $status
+case ${1:-} in
+  prepare) shift; prepare "$@" ;;
+  run) shift; run "$@" ;;
+  *) usage ;;
+esac

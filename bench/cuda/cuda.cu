@@ -480,11 +480,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int count = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
-    std::printf("devtap-bench-cuda: no usable GPU (%s): skipped\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    return 77;
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("devtap-bench-cuda: no usable GPU (%s): %s\n", gpu.reason.c_str(),
+                gpu.nothing_to_run_on() ? "skipped" : "FAILED");
+    return gpu.nothing_to_run_on() ? 77 : 1;
   }
   devtap::set_log_level(devtap::log_level::warn);
   bench b;

@@ -50,10 +50,10 @@ bool ok(cudaError_t e, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
-    std::fprintf(stderr, "devtap-bench-print-gpu: no GPU (skip)\n");
-    return 77;
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::fprintf(stderr, "devtap-bench-print-gpu: no usable GPU (%s): %s\n", gpu.reason.c_str(),
+                 gpu.nothing_to_run_on() ? "skipped" : "FAILED");
+    return gpu.nothing_to_run_on() ? 77 : 1;
   }
   unsigned blocks = 1024, threads = 256;
   int lines = 8, reps = 3;

@@ -1,7 +1,8 @@
 // The consumption test's CUDA program, built by nvcc with `pkg-config --cflags --libs devtap-cuda`
 // and nothing else: the .pc flags must work unchanged with nvcc. cpu devices tap as in consumer.cpp
 // (that part runs anywhere); with a GPU a kernel taps too and every record must arrive in order.
-// Without a GPU driver or device the kernel part is skipped (reported); any other CUDA error fails.
+// Without a GPU driver or device the kernel part is skipped (reported); any other CUDA error fails
+// (devtap::probe_cuda tells the two apart).
 #include <devtap/devtap.hpp>
 
 #include <cuda_runtime.h>
@@ -50,15 +51,10 @@ bool run(devtap::device& dev, bool kernel) {
 int main() {
   static_assert(devtap::default_registry::contains("cuda"), "devtap-cuda.pc must pass DEVTAP_WITH_CUDA=1");
   if (!run(*devtap::devices("cpu")[0], false)) return 1;
-  int gpus = 0;
-  const cudaError_t e = cudaGetDeviceCount(&gpus);
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || (e == cudaSuccess && gpus == 0)) {
-    std::printf("consumer_kernel: no GPU (%s): the kernel part is skipped\n", cudaGetErrorString(e));
-    return 0;
-  }
-  if (e != cudaSuccess) {
-    std::printf("consumer_kernel: cudaGetDeviceCount failed: %s\n", cudaGetErrorString(e));
-    return 1;
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("consumer_kernel: no usable GPU (%s): the kernel part is %s\n", gpu.reason.c_str(),
+                gpu.nothing_to_run_on() ? "skipped" : "FAILED");
+    return gpu.nothing_to_run_on() ? 0 : 1;
   }
   return run(*devtap::devices("cuda")[0], true) ? 0 : 1;
 }

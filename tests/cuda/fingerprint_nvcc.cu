@@ -8,6 +8,8 @@
 
 #include "tap/fingerprint_cases.hpp"
 
+#include <devtap/cuda/probe.hpp>
+
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -87,10 +89,10 @@ bool cuda_ok(cudaError_t e, const char* what) {
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("no CUDA device: compile-time checks passed, run-time checks skipped\n");
-    return 77;
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("%s: compile-time checks passed, run-time checks %s\n", gpu.reason.c_str(),
+                gpu.nothing_to_run_on() ? "skipped" : "FAILED");
+    return gpu.nothing_to_run_on() ? 77 : 1;
   }
 
   std::uint64_t* fps = nullptr;

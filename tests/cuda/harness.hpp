@@ -2,7 +2,10 @@
 // A small test harness for the .cu tests: Catch2's single header compiles under nvcc but takes
 // half a minute per file on two cores, and these tests need little of it. Named cases, checks that
 // print both sides, exceptions reported per case, `exe [case ...]` runs a subset, and exit code 77
-// (meson's SKIP) when a GPU is required and none is usable.
+// (meson's SKIP) when a GPU is required and the machine has none (no driver, no device); any other
+// CUDA failure at start (a driver older than the runtime, for one) fails with the error's name.
+#include <devtap/cuda/probe.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -52,20 +55,18 @@ bool check_eq(const A& a, const B& b, const char* expr, const char* file, int li
 }
 
 /** Why no GPU can be used, or empty when one can. */
-inline std::string gpu_unavailable() {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status);
-  if (count == 0) return "no CUDA device";
-  return {};
-}
+inline std::string gpu_unavailable() { return devtap::probe_cuda().reason; }
 
 /** Runs the cases named on the command line (all without arguments). 77 = skip when `needs_gpu`
- *  and there is no usable GPU; 1 when a check failed or a case threw. */
+ *  and the machine has no GPU; 1 when CUDA fails otherwise, a check failed or a case threw. */
 inline int run(int argc, char** argv, bool needs_gpu) {
   if (needs_gpu) {
-    if (const std::string why = gpu_unavailable(); !why.empty()) {
-      std::printf("SKIP: %s: the GPU tests were compiled, not run\n", why.c_str());
+    if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+      if (!gpu.nothing_to_run_on()) {
+        std::printf("FAIL: the CUDA runtime fails although a driver is present: %s\n", gpu.reason.c_str());
+        return 1;
+      }
+      std::printf("SKIP: %s: the GPU tests were compiled, not run\n", gpu.reason.c_str());
       return 77;
     }
   }

@@ -290,6 +290,22 @@ HARNESS_CASE(sticky_errors_reach_close) {
 
 // ---- the cuda backend, with or without a GPU ------------------------------------------------
 
+HARNESS_CASE(probe_tells_no_gpu_from_a_failure) {
+  const devtap::cuda_availability gpu = devtap::probe_cuda();
+  std::printf("  probe_cuda: %s (%d device(s))\n", gpu.usable() ? "usable" : gpu.reason.c_str(), gpu.devices);
+  CHECK(gpu.usable() == gpu.reason.empty());
+  CHECK(gpu.usable() == (gpu.devices > 0));
+  if (!gpu.usable() && !devtap::detail::nvidia_driver_present()) {
+    // No driver on this machine: a skip, never a failure (and the reason says why).
+    CHECK(gpu.what == devtap::cuda_availability::state::no_driver);
+    CHECK(gpu.nothing_to_run_on());
+    CHECK(gpu.reason.find("cudaErrorInsufficientDriver") != std::string::npos);
+  }
+  if (!gpu.usable() && devtap::detail::nvidia_driver_present()) {
+    CHECK(gpu.what != devtap::cuda_availability::state::no_driver);  // a driver is here: skip only for no device
+  }
+}
+
 HARNESS_CASE(cuda_backend_or_cpu_fallback) {
   const std::string why = harness::gpu_unavailable();
   const auto all = devtap::backends();
@@ -322,7 +338,9 @@ HARNESS_CASE(cuda_backend_or_cpu_fallback) {
     CHECK(ring->host.producer == nullptr);
     CHECK(ring->host.data != nullptr && ring->producer.data != nullptr && ring->producer.producer != nullptr);
     CHECK_EQ(ring->host.capacity, 4096u);
-    CHECK_EQ(ring->claimed_position(), 0u);
+    const auto position = ring->claimed_position(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+    CHECK(position.has_value());
+    CHECK_EQ(position.value_or(1), 0u);
     cudaPointerAttributes attr{};
     CHECK_EQ(cudaPointerGetAttributes(&attr, ring->producer.producer), cudaSuccess);
     CHECK(attr.type == cudaMemoryTypeDevice);

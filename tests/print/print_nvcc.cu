@@ -59,10 +59,9 @@ bool check(cudaError_t e, const char* what) {
 }  // namespace
 
 int main() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    std::printf("no GPU: compiled only (skip)\n");
-    return 77;
+  if (const devtap::cuda_availability gpu = devtap::probe_cuda(); !gpu.usable()) {
+    std::printf("%s: compiled only (%s)\n", gpu.reason.c_str(), gpu.nothing_to_run_on() ? "skip" : "FAILED");
+    return gpu.nothing_to_run_on() ? 77 : 1;
   }
   devtap::set_log_level(devtap::log_level::warn);
   int failures = 0;

@@ -1,6 +1,7 @@
 // The receiver on cpu devices: order, consumers of every kind, flush/close, every error path.
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
+#include <devtap/ring/memory.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -1000,4 +1002,44 @@ TEST_CASE("an outfeed kept past its receiver's destruction fails with an error, 
   }  // destroyed: its ring stays alive on the device (ASan: the tap below read freed memory before)
   CHECK_THROWS_WITH(kept.tap(point, 1),
                     Catch::Equals("devtap: tap on device 'cpu:0' after its receiver closed (the record was not written)"));
+}
+
+namespace {
+// A device whose ring position cannot be read (a GPU whose copy engine does not answer): its ring
+// is an ordinary host ring, but claimed_position() gives up at the deadline.
+struct silent_ring final : devtap::detail::ring_allocation {
+  explicit silent_ring(std::uint64_t capacity) : inner(capacity) {
+    host = inner.host;
+    producer = inner.producer;
+  }
+  std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const override {
+    std::this_thread::sleep_until(deadline);
+    return std::nullopt;
+  }
+  devtap::detail::host_ring_allocation inner;
+};
+struct silent_device final : devtap::device {
+  silent_device() : device(0, "silent", "silent:0", 0) {}
+  std::unique_ptr<devtap::detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
+    return std::make_unique<silent_ring>(capacity);
+  }
+  void after_pending_work(std::function<void()> fn) override { run_pending_work_callback(fn); }
+};
+}  // namespace
+
+TEST_CASE("flush() is bounded by close_timeout even when a device's position cannot be read") {
+  silent_device dev;
+  devtap::receiver rx({.devices = {&dev}, .close_timeout = std::chrono::milliseconds(200), .name = "silent"});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    rx.flush();
+    FAIL("flush() returned although the device's position was never read");
+  } catch (const devtap::timeout_error& e) {
+    CHECK(std::string(e.what()).find("silent:0 (its position could not be read in time)") != std::string::npos);
+    REQUIRE(e.devices().size() == 1);
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= std::chrono::milliseconds(200));
+  CHECK(took < std::chrono::seconds(5));
+  rx.close();  // close() does not read the position: it ends the stream and returns
 }

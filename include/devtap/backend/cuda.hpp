@@ -11,6 +11,7 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/backend/executor.hpp>
 #include <devtap/backend/process.hpp>
+#include <devtap/cuda/probe.hpp>
 #include <devtap/cuda/ring_allocation.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>

@@ -21,14 +21,17 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -128,14 +131,23 @@ public:
   cuda_ring_allocation& operator=(const cuda_ring_allocation&) = delete;
 
   /** The device's tail, copied by the ring's own non-blocking stream: a copy-engine read of 8
-   *  bytes, no kernel, so a busy GPU cannot hold flush() up. Throws backend_error if the copy fails. */
-  std::uint64_t claimed_position() const override {
+   *  bytes, no kernel, so a busy GPU cannot hold flush() up. The copy is polled (cudaStreamQuery)
+   *  until `deadline`, never waited for: empty when it has not landed by then. Throws
+   *  backend_error if CUDA reports an error. */
+  std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const override {
     std::lock_guard lock(readback_mutex_);
     cuda_current_device current(device_, device_name_);
     const auto* tail = reinterpret_cast<const std::byte*>(producer_side_) + offsetof(ring_producer_side, tail);
     cuda_check(cudaMemcpyAsync(readback_, tail, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_),
                     device_name_, "flush: reading the ring's tail (cudaMemcpyAsync)");
-    cuda_check(cudaStreamSynchronize(stream_), device_name_, "flush: reading the ring's tail");
+    for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(200))) {
+      const cudaError_t status = cudaStreamQuery(stream_);
+      if (status == cudaSuccess) break;
+      if (status != cudaErrorNotReady) cuda_check(status, device_name_, "flush: reading the ring's tail");
+      // A later call queues its copy behind this one on the same stream, into the same word: harmless.
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(pause);
+    }
     return std::atomic_ref<std::uint64_t>(*readback_).load(std::memory_order_acquire);
   }
 

@@ -183,19 +183,12 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   }
 }
 
-/** One record from the lanes of a warp that call this together with the same `point` and
- *  `value` (e.g. a span of a block's data): the first of them claims (the overflow policy applies
- *  as for `tap`), all copy the payload — raw values and `std::span<const U>` 8 bytes per lane and
- *  instruction, other types by the first lane — and the first commits once every lane's stores
- *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
- *  A span's pointer and size are taken from the first lane, so lanes that disagree cannot write
- *  outside the claim; lanes holding handles of different rings form separate groups. Called by
- *  one thread, it is a plain tap. */
+/** warp_tap's body for the lanes in `group` (all of them running it now). */
 template <class T>
-__device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
+__device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view ring = out.ring();
   if (ring.data == nullptr) return;
-  const unsigned mask = __match_any_sync(__activemask(), reinterpret_cast<unsigned long long>(ring.data));
+  const unsigned mask = __match_any_sync(group, reinterpret_cast<unsigned long long>(ring.data));
   const unsigned lane = lane_id();
   const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
@@ -230,8 +223,12 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
     const auto count = shfl_u64(mask, value.size(), leader);
     const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
         shfl_u64(mask, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data())), leader)));
+    // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
+    // same address names each lane's own local memory. Then the leader copies them alone.
+    const bool lanes_can_read = __shfl_sync(mask, lane == leader ? !__isLocal(value.data()) : 0, static_cast<int>(leader)) != 0;
     if (rank == 0) *reinterpret_cast<std::uint64_t*>(dst) = count;  // the span encoding: u64 count, elements
-    strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
+    if (lanes_can_read) strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
+    else if (lane == leader) strided_copy(dst + 8, data, count * sizeof(E), 0, 1);
   } else {
     if (lane == leader) encode(value, dst);
   }
@@ -240,17 +237,37 @@ __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T&
   __syncwarp(mask);
   if (lane == leader) commit<cuda_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
 }
-
 #endif  // __CUDACC__
 
 }  // namespace detail
 
 #if defined(__CUDACC__)
-/** Sends one record that the calling lanes of a warp write together (see detail::warp_tap). */
+/** One record from the lanes of a warp that call this together with the same `point` and
+ *  `value` (e.g. a span of a block's data): the first of them claims (the overflow policy applies
+ *  as for `tap`), all copy the payload — raw values and `std::span<const U>` 8 bytes per lane and
+ *  instruction, other types by the first lane — and the first commits once every lane's stores
+ *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
+ *  A span's pointer and size are taken from the first lane, so lanes that disagree cannot write
+ *  outside the claim; a span in the first lane's local memory (an array on its stack) is copied by
+ *  that lane alone. Lanes holding handles of different rings form separate groups. Called by one
+ *  thread, it is a plain tap.
+ *
+ *  Without a mask, the group is the lanes active at the call (`__activemask()`): lanes that
+ *  diverged before it (a branch, a loop with lane-dependent trips) may arrive apart and then send
+ *  one record per arrival. Pass the lanes that call it as `lanes` to have them meet first
+ *  (`__syncwarp(lanes)`): one record, whatever came before. */
 template <class T>
 __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
-  detail::warp_tap(out, point, value);
+  detail::warp_tap_group(__activemask(), out, point, value);
 }
+
+/** As above, for exactly the lanes in `lanes` (each of which must call it, as for `__syncwarp`). */
+template <class T>
+__device__ void warp_tap(unsigned lanes, const outfeed& out, const tap_point<T>& point, const T& value) {
+  __syncwarp(lanes);
+  detail::warp_tap_group(lanes, out, point, value);
+}
+
 #endif
 
 DEVTAP_END_NAMESPACE

@@ -242,15 +242,17 @@ DEVTAP_FUNC void receiver::abandon_all() {
 }
 
 DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {
-  std::vector<std::uint64_t> targets;
-  for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position());
+  // Each device's position, read within the deadline too: a device that does not answer is behind.
+  std::vector<std::optional<std::uint64_t>> targets;
+  for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position(deadline));
   for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
     std::vector<std::string> behind;
     for (std::size_t i = 0; i < targets.size(); ++i) {
       const auto& stream = *state_->streams[i];
       const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
-      if (!stream.finished.load(std::memory_order_acquire) && static_cast<std::int64_t>(done - targets[i]) < 0)
-        behind.push_back(stream.device_name);
+      if (stream.finished.load(std::memory_order_acquire)) continue;
+      if (!targets[i]) behind.push_back(stream.device_name + " (its position could not be read in time)");
+      else if (static_cast<std::int64_t>(done - *targets[i]) < 0) behind.push_back(stream.device_name);
     }
     if (behind.empty()) return;
     if (std::chrono::steady_clock::now() > deadline)

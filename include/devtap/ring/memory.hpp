@@ -3,10 +3,12 @@
 #include <devtap/ring/layout.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 
 #if defined(__unix__)
 #  include <sys/mman.h>
@@ -27,8 +29,10 @@ struct ring_allocation {
    *  producers). */
   virtual void release_memory() noexcept {}
 
-  /** Bytes claimed so far (the tail): what `receiver::flush` waits for. Never launches device work. */
-  virtual std::uint64_t claimed_position() const {
+  /** Bytes claimed so far (the tail): what `receiver::flush` waits for. Never launches device work.
+   *  Empty when the position could not be read by `deadline` (a GPU whose copy engine does not answer). */
+  virtual std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const {
+    (void)deadline;  // host memory: read at once
     return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_acquire);
   }
 };
