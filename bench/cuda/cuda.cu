@@ -11,7 +11,8 @@
 //     acknowledgement (GPU clock), next to a bare ping-pong over mapped pinned memory (the
 //     floor); (b) host-measured kernel launch -> host code runs: a tap's consumer vs
 //     cudaLaunchHostFunc after the kernel;
-//  4. the CPU an idle receiver of a GPU costs (it polls: CUDA producers cannot wake it).
+//  4. the CPU an idle receiver of a GPU costs (it polls: CUDA producers cannot wake it);
+//  5. opening a receiver on the GPU (pinned, mapped ring) at 1, 16, 64 MiB and the default budget.
 // Prints a table; writes every figure to a CSV (default bench-cuda.csv). Exits 77 without a GPU.
 #include <devtap/devtap.hpp>
 
@@ -463,6 +464,32 @@ struct bench {
     r.note = "per_second = CPU % of one core while nothing is tapped";
     print_row(r);
   }
+
+  // What opening a receiver on a GPU costs: its ring is pinned, mapped and zeroed up front
+  // (cudaHostAlloc + memset), unlike a cpu ring. Median of a few open/close rounds per budget; the
+  // default budget (256 MiB) is the last row. p50_us = open, p99_us = close (medians, in µs).
+  void open_cost() {
+    const std::size_t budgets[] = {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{64} << 20,
+                                   devtap::receiver_options{}.budget_bytes};
+    const int rounds = opt.smoke ? 1 : 5;
+    for (const std::size_t budget : budgets) {
+      std::vector<double> open_us, close_us;
+      for (int i = 0; i < rounds; ++i) {
+        const auto t0 = clock_type::now();
+        devtap::receiver rx({.devices = {gpu}, .budget_bytes = budget, .name = "bench-open"});
+        const auto t1 = clock_type::now();
+        rx.close();
+        const auto t2 = clock_type::now();
+        open_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        close_us.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      }
+      row r = make_row("open", "receiver open + close", budget, 0);
+      r.p50_us = percentile(open_us, 0.5);
+      r.p99_us = percentile(close_us, 0.5);
+      r.note = "size = budget_bytes; p50_us = open, p99_us = close (medians of " + std::to_string(rounds) + ")";
+      print_row(r);
+    }
+  }
 };
 
 }  // namespace
@@ -498,6 +525,7 @@ int main(int argc, char** argv) {
     b.throughput();
     b.latency();
     b.idle_cpu();
+    b.open_cost();
   } catch (const std::exception& e) {
     std::printf("FAILED: %s\n", e.what());
     write_csv(opt.csv);
