@@ -216,3 +216,30 @@ TEST_CASE("default registry: DEVTAP_CPU_DEVICES wins over the count set in code"
   devtap::set_cpu_device_count(3);
   CHECK(devtap::device_count("cpu") == 2);
 }
+
+TEST_CASE("default registry: the platforms list set in code", "[.platforms_code]") {
+  devtap::set_platforms(" cpu ");
+  devtap::set_platforms("cpu");  // again, before first use: the last one counts
+  CHECK(devtap::default_backend() == "cpu");
+  CHECK(devtap::backends().size() == 1);
+  CHECK(devtap::backend_errors().empty());  // cuda was never tried
+  CHECK_THROWS_WITH(devtap::set_platforms("cuda,cpu"),
+                    Catch::Equals("devtap::set_platforms('cuda,cpu') after the default registry was created; call it "
+                                  "before the first use of devtap's backends"));
+#if defined(DEVTAP_WITH_CUDA)
+  CHECK_THROWS_WITH(devtap::get_backend("cuda"), "Backend 'cuda' is not enabled by DEVTAP_PLATFORMS=cpu");
+#endif
+}
+
+TEST_CASE("default registry: DEVTAP_PLATFORMS wins over the list set in code", "[.platforms_code_env]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_PLATFORMS")) == "cpu");
+  devtap::set_platforms("tpu,cpu");  // unknown: it would be an error if it counted
+  CHECK(devtap::default_backend() == "cpu");
+  CHECK(devtap::backend_errors().empty());
+}
+
+TEST_CASE("default registry: an unknown name set in code is reported at first use", "[.platforms_code_unknown]") {
+  devtap::set_platforms("cpu,tpu");
+  CHECK_THROWS_AS(devtap::get_backend(), devtap::backend_error);
+  CHECK_THROWS_WITH(devtap::devices(), Catch::Contains("Unknown backend 'tpu'"));
+}

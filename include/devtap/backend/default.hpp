@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,13 @@ extern template class registry<cpu_backend, cuda_backend>;
  * Its devices' threads simply end with the process. Code that needs a clean join owns a registry
  * or a client of its own. */
 default_registry& default_registry_instance();
+
+/** Sets which backends the default registry enables, and in what order, as `DEVTAP_PLATFORMS`
+ *  does ("cuda,cpu"; empty: every backend), from the program. Call it before the first use of the
+ *  default registry (the first `devtap::devices()`, `get_backend()`, receiver without `devices`...);
+ *  afterwards it throws std::logic_error. Where both are given, `DEVTAP_PLATFORMS` wins. A name the
+ *  registry does not know is reported by every call that needs the backends, as for the variable. */
+void set_platforms(std::string_view platforms);
 
 /** Initialises backend `name` only and returns its client. See `registry::get_backend`. */
 client& get_backend(std::string_view name);

@@ -5,9 +5,41 @@
 
 DEVTAP_BEGIN_NAMESPACE
 
+namespace detail {
+// The platforms list set in code, and whether the default registry exists yet (then it is too late).
+struct default_platforms_config {
+  std::mutex mutex;
+  std::string platforms;
+  bool set = false;
+  bool created = false;
+};
+DEVTAP_FUNC default_platforms_config& default_platforms() {
+  static auto* const config = new default_platforms_config();  // leaked, like the registry
+  return *config;
+}
+}  // namespace detail
+
 DEVTAP_FUNC default_registry& default_registry_instance() {
-  static default_registry* const instance = new default_registry();  // leaked on purpose, see above
+  static default_registry* const instance = [] {  // leaked on purpose, see default.hpp
+    auto& config = detail::default_platforms();
+    std::lock_guard lock(config.mutex);
+    config.created = true;
+    const char* env = std::getenv("DEVTAP_PLATFORMS");
+    if ((env == nullptr || *env == '\0') && config.set) return new default_registry(config.platforms);
+    return new default_registry();  // reads DEVTAP_PLATFORMS: the environment wins
+  }();
   return *instance;
+}
+
+DEVTAP_FUNC void set_platforms(std::string_view platforms) {
+  auto& config = detail::default_platforms();
+  std::lock_guard lock(config.mutex);
+  if (config.created)
+    throw std::logic_error("devtap::set_platforms('" + std::string(platforms) +
+                           "') after the default registry was created; call it before the first use of devtap's "
+                           "backends");
+  config.platforms = std::string(platforms);
+  config.set = true;
 }
 
 DEVTAP_FUNC client& get_backend(std::string_view name) { return default_registry_instance().get_backend(name); }
