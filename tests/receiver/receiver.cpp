@@ -482,7 +482,8 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
     for (int i = 0; i < 100; ++i) ctx.tap(point, i);
   });
   const std::string failure = "malformed record on device 'cpu:1' at ring offset 0 (length word " +
-                              std::to_string(devtap::detail::pad_flag | 24) + "): its stream was stopped";
+                              std::to_string(devtap::detail::pad_flag | 24) +
+                              "): its stream was stopped; 64 bytes from it on were not delivered";
   CHECK_THROWS_WITH(rx.close(),
                     Catch::Equals("devtap: receiver 'receiver': 1 consumer failure(s):\n  [cpu:1] (stream): " + failure));
   {

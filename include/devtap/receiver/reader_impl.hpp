@@ -178,9 +178,17 @@ DEVTAP_FUNC void device_reader::count_lost() {
 }
 
 DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
+  // What the ring holds from the malformed record on cannot be parsed into records (its framing is
+  // broken): counted in bytes, from the reader's position to the producers' tail.
+  std::string left;
+  try {
+    if (const auto tail = stream_.ring->claimed_position(std::chrono::steady_clock::now() + std::chrono::milliseconds(100)))
+      left = "; " + describe_bytes(*tail - reader_.position()) + " from it on were not delivered";
+  } catch (const std::exception&) {  // a GPU that cannot be read: the failure is reported without the count
+  }
   stream_.failure = "malformed record on device '" + stream_.device_name + "' at ring offset " +
                     std::to_string(reader_.offset()) + " (length word " + std::to_string(rec.header->length) +
-                    "): its stream was stopped";
+                    "): its stream was stopped" + left;
   log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
   close_ring(stream_.ring->host, ring_reader_gone);  // blocked producers must not wait for a stopped reader
   publish_progress();
