@@ -1,6 +1,6 @@
 // GPU benchmark of the CUDA outfeed (DESIGN.md §4, issue 5). A program, not a timed test.
 //
-//   devtap-bench-cuda [--smoke] [--csv FILE] [--mib-per-cell N] [--latency-samples N]
+//   devtap-bench-cuda [--smoke] [--csv FILE] [--compare-csv FILE] [--mib-per-cell N] [--latency-samples N]
 //
 // In one run, side by side:
 //  1. cudaMemcpy device-to-host into pinned memory: the bandwidth reference;
@@ -12,7 +12,10 @@
 //     floor); (b) host-measured kernel launch -> host code runs: a tap's consumer vs
 //     cudaLaunchHostFunc after the kernel;
 //  4. the CPU an idle receiver of a GPU costs (it polls: CUDA producers cannot wake it);
-//  5. opening a receiver on the GPU (pinned, mapped ring) at 1, 16, 64 MiB and the default budget.
+//  5. opening a receiver on the GPU (pinned, mapped ring) at 1, 16, 64 MiB and the default budget;
+//  6. peers per record size: kernel + one cudaMemcpy D2H afterwards (not live), a mapped-memory
+//     mailbox (one record at a time), one launch + cudaLaunchHostFunc per record; --compare-csv
+//     writes devtap's rows and theirs with the columns of docs/bench-cpu.csv plus `device`.
 // Prints a table; writes every figure to a CSV (default bench-cuda.csv). Exits 77 without a GPU.
 #include <devtap/devtap.hpp>
 
@@ -50,6 +53,7 @@ using clock_type = std::chrono::steady_clock;
 struct options {
   bool smoke = false;
   std::string csv = "bench-cuda.csv";
+  std::string compare_csv;  // the bench-cpu.csv columns (+ device): devtap against its peers
   std::size_t mib_per_cell = 512;
   int latency_samples = 2000;
 };
@@ -188,6 +192,38 @@ __global__ void tap_once(devtap::outfeed out, devtap::tap_point<ping> p, unsigne
 
 __global__ void empty_kernel() {}
 
+// ---- peers: the same records moved the ways a user would without devtap ---------------------
+
+// Records of `words` 8-byte words, the pattern of tap_raw, into a device buffer (then one copy).
+__global__ void stage_records(std::uint64_t* dst, std::size_t words, std::uint64_t per_thread) {
+  const std::uint64_t gid = blockIdx.x * blockDim.x + threadIdx.x;
+  for (std::uint64_t i = 0; i < per_thread; ++i) {
+    std::uint64_t* rec = dst + (gid * per_thread + i) * words;
+    rec[0] = i;
+    for (std::size_t k = 1; k < words; ++k) rec[k] = gid * 0x9e3779b97f4a7c15ull + k;
+  }
+}
+
+// A hand-rolled mailbox in mapped pinned memory: one thread writes a record into the slot, raises
+// `full`, and waits for the host to lower it before the next one.
+__global__ void mailbox_send(std::uint64_t* slot, std::size_t words, unsigned* full, int n) {
+  cuda::atomic_ref<unsigned, cuda::thread_scope_system> flag(*full);
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t t0 = global_ns();
+    while (flag.load(cuda::std::memory_order_acquire) != 0)
+      if (global_ns() - t0 > spin_limit_ns) return;  // the host stopped answering: end, do not hang
+    slot[0] = static_cast<std::uint64_t>(i);
+    for (std::size_t k = 1; k < words; ++k) slot[k] = k;
+    flag.store(1, cuda::std::memory_order_release);
+  }
+}
+
+// One record per launch, for cudaLaunchHostFunc to hand to the host.
+__global__ void write_one(std::uint64_t* dst, std::size_t words, std::uint64_t seq) {
+  dst[0] = seq;
+  for (std::size_t k = 1; k < words; ++k) dst[k] = k;
+}
+
 // ---- the benchmark --------------------------------------------------------------------------
 
 struct bench {
@@ -223,6 +259,7 @@ struct bench {
     r.ratio = 1;
     r.note = "median of 5; the reference for ratio_to_copy";
     print_row(r);
+    compared.push_back({"cudaMemcpy D2H pinned", bytes, 0, copy_gbps, "reference"});
     BENCH_CUDA(cudaFree(dev));
     BENCH_CUDA(cudaFreeHost(host));
   }
@@ -250,6 +287,7 @@ struct bench {
     r.ratio = copy_gbps > 0 ? r.gbps / copy_gbps : 0;
     r.note = target;
     print_row(r);
+    compared.push_back({std::string("devtap ") + method, size, r.per_second, r.gbps, "devtap"});
   }
 
   template <int N>
@@ -328,6 +366,153 @@ struct bench {
     for (std::uint64_t size : {256ull, 1024ull, 4096ull, 16384ull, 65536ull}) span_cells(rx, ps, size, src, src_bytes);
     BENCH_CUDA(cudaFree(src));
     rx.close();
+  }
+
+  // ---- the peers, per record size: what devtap's taps are compared with -------------------
+  struct compared_row {
+    std::string impl;
+    std::uint64_t size;
+    double per_second, gbps;
+    std::string kind;  // devtap, peer, reference
+  };
+  std::vector<compared_row> compared;
+
+  void peer_row(const char* method, std::uint64_t size, std::uint64_t records, double seconds, const char* note) {
+    row r = make_row("peer", method, size, records, seconds);
+    r.per_second = static_cast<double>(records) / seconds;
+    r.gbps = static_cast<double>(records) * static_cast<double>(size) / seconds * 1e-9;
+    r.ratio = copy_gbps > 0 ? r.gbps / copy_gbps : 0;
+    r.note = note;
+    print_row(r);
+    compared.push_back({method, size, r.per_second, r.gbps, "peer"});
+  }
+
+  // Every record written into device memory by the kernel, one cudaMemcpyAsync into pinned memory
+  // afterwards, every byte read on the host: the records arrive after the kernel, not while it runs.
+  void staged_copy(std::uint64_t size) {
+    const std::size_t words = size / 8;
+    const std::uint64_t records = std::max<std::uint64_t>(cell_bytes() / size, 256);
+    const std::uint64_t per_thread = std::max<std::uint64_t>(1, records / (std::uint64_t(sms) * 8 * 256));
+    const unsigned blocks = static_cast<unsigned>(std::max<std::uint64_t>(1, records / (per_thread * 256)));
+    const std::uint64_t n = per_thread * blocks * 256;
+    const std::size_t bytes = n * size;
+    std::uint64_t* dev = nullptr;
+    void* host = nullptr;
+    BENCH_CUDA(cudaMalloc(&dev, bytes));
+    BENCH_CUDA(cudaHostAlloc(&host, bytes, cudaHostAllocDefault));
+    std::uint64_t sum = 0;
+    const auto t0 = clock_type::now();
+    stage_records<<<blocks, 256>>>(dev, words, per_thread);
+    BENCH_CUDA(cudaGetLastError());
+    BENCH_CUDA(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+    const auto* w = static_cast<const std::uint64_t*>(host);
+    for (std::size_t i = 0; i < bytes / 8; ++i) sum += w[i];
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    checksum += sum;
+    peer_row("kernel + cudaMemcpy D2H", size, n, s, "records arrive after the kernel, not live");
+    BENCH_CUDA(cudaFree(dev));
+    BENCH_CUDA(cudaFreeHost(host));
+  }
+
+  // A mailbox in mapped pinned memory: one record at a time, the host acknowledges each.
+  void mailbox(std::uint64_t size) {
+    const int n = opt.smoke ? 200 : 20000;
+    const std::size_t words = size / 8;
+    void* pinned = nullptr;
+    BENCH_CUDA(cudaHostAlloc(&pinned, size + 128, cudaHostAllocMapped));
+    auto* full = static_cast<unsigned*>(pinned);
+    auto* slot = reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(pinned) + 128);
+    *full = 0;
+    void* dpinned = nullptr;
+    BENCH_CUDA(cudaHostGetDevicePointer(&dpinned, pinned, 0));
+    std::atomic_ref<unsigned> flag(*full);
+    std::uint64_t sum = 0;
+    int got = 0;
+    const auto t0 = clock_type::now();
+    mailbox_send<<<1, 1>>>(reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(dpinned) + 128), words,
+                           static_cast<unsigned*>(dpinned), n);
+    BENCH_CUDA(cudaGetLastError());
+    const auto give_up = clock_type::now() + std::chrono::seconds(30);
+    while (got < n && clock_type::now() < give_up) {
+      if (flag.load(std::memory_order_acquire) == 0) continue;
+      for (std::size_t k = 0; k < words; ++k) sum += slot[k];
+      ++got;
+      flag.store(0, std::memory_order_release);
+    }
+    BENCH_CUDA(cudaDeviceSynchronize());
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    checksum += sum;
+    if (got != n) throw std::runtime_error("mailbox: " + std::to_string(got) + " of " + std::to_string(n) + " records");
+    peer_row("mapped-memory mailbox", size, static_cast<std::uint64_t>(n), s, "one record at a time, host acknowledges");
+    BENCH_CUDA(cudaFreeHost(pinned));
+  }
+
+  // One launch per record, copied back and handed to a host function (cudaLaunchHostFunc).
+  void host_func(std::uint64_t size) {
+    const int n = opt.smoke ? 50 : 2000;
+    const std::size_t words = size / 8;
+    std::uint64_t* dev = nullptr;
+    void* host = nullptr;
+    BENCH_CUDA(cudaMalloc(&dev, size));
+    BENCH_CUDA(cudaHostAlloc(&host, size, cudaHostAllocDefault));
+    cudaStream_t stream;
+    BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    struct context {
+      const std::uint64_t* words;
+      std::size_t count;
+      std::uint64_t sum = 0;
+      int calls = 0;
+    } ctx{static_cast<const std::uint64_t*>(host), words};
+    const auto t0 = clock_type::now();
+    for (int i = 0; i < n; ++i) {
+      write_one<<<1, 1, 0, stream>>>(dev, words, static_cast<std::uint64_t>(i));
+      BENCH_CUDA(cudaMemcpyAsync(host, dev, size, cudaMemcpyDeviceToHost, stream));
+      BENCH_CUDA(cudaLaunchHostFunc(
+          stream,
+          [](void* p) {
+            auto* c = static_cast<context*>(p);
+            for (std::size_t k = 0; k < c->count; ++k) c->sum += c->words[k];
+            ++c->calls;
+          },
+          &ctx));
+    }
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    checksum += ctx.sum;
+    if (ctx.calls != n) throw std::runtime_error("cudaLaunchHostFunc: " + std::to_string(ctx.calls) + " calls of " + std::to_string(n));
+    peer_row("launch + cudaLaunchHostFunc", size, static_cast<std::uint64_t>(n), s, "one launch and host call per record");
+    BENCH_CUDA(cudaStreamDestroy(stream));
+    BENCH_CUDA(cudaFree(dev));
+    BENCH_CUDA(cudaFreeHost(host));
+  }
+
+  void peers() {
+    for (std::uint64_t size : {16ull, 64ull, 256ull, 1024ull, 4096ull, 16384ull, 65536ull}) {
+      staged_copy(size);
+      mailbox(size);
+      host_func(size);
+    }
+  }
+
+  // The bench-cpu.csv columns, plus the GPU's name: per size, devtap's best row against the best
+  // peer (ratio_best_peer) and against the copy bandwidth (ratio_reference). One run: min = max.
+  void write_compare_csv(const std::string& path) const {
+    if (path.empty()) return;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) throw std::runtime_error("cannot write " + path);
+    std::fprintf(f, "impl,payload_bytes,producers,records_per_s,gb_per_s,ratio_best_peer,ratio_reference,"
+                    "records_per_s_min,records_per_s_max,spread_pct,runs,ratio_1p,kind,device\n");
+    for (const auto& r : compared) {
+      double best_peer = 0;
+      for (const auto& q : compared)
+        if (q.kind == "peer" && q.size == r.size) best_peer = std::max(best_peer, q.per_second);
+      std::fprintf(f, "%s,%llu,%s,%.0f,%.4f,%.4f,%.4f,%.0f,%.0f,0,1,1,%s,%s\n", r.impl.c_str(),
+                   static_cast<unsigned long long>(r.size), "kernel", r.per_second, r.gbps,
+                   best_peer > 0 ? r.per_second / best_peer : 0.0, copy_gbps > 0 ? r.gbps / copy_gbps : 0.0,
+                   r.per_second, r.per_second, r.kind.c_str(), gpu->name().c_str());
+    }
+    std::fclose(f);
+    std::printf("wrote %s\n", path.c_str());
   }
 
   void latency() {
@@ -500,10 +685,12 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--smoke") opt.smoke = true;
     else if (a == "--csv" && i + 1 < argc) opt.csv = argv[++i];
+    else if (a == "--compare-csv" && i + 1 < argc) opt.compare_csv = argv[++i];
     else if (a == "--mib-per-cell" && i + 1 < argc) opt.mib_per_cell = static_cast<std::size_t>(std::atoll(argv[++i]));
     else if (a == "--latency-samples" && i + 1 < argc) opt.latency_samples = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s [--smoke] [--csv FILE] [--mib-per-cell N] [--latency-samples N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--smoke] [--csv FILE] [--compare-csv FILE] [--mib-per-cell N] [--latency-samples N]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -523,6 +710,8 @@ int main(int argc, char** argv) {
                 "per_second", "GB/s", "x_copy", "p50_us", "p99_us", "note");
     b.copy_reference();
     b.throughput();
+    b.peers();
+    b.write_compare_csv(opt.compare_csv);
     b.latency();
     b.idle_cpu();
     b.open_cost();
