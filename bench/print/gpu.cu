@@ -8,7 +8,9 @@
 //   devtap e2e      until the host has formatted and written every line (rx.flush())
 //
 // stdout is pointed at /dev/null while printf runs (it writes there at the sync point); devtap
-// writes to a FILE on /dev/null. Exit 77 without a GPU. The formatter: gpu_host.cpp.
+// writes to a FILE on /dev/null. First, with printf's default FIFO, the same kernel's output is
+// captured and its lines counted: how many printf loses, against devtap::print's none. Exit 77
+// without a GPU (only then). The formatter: gpu_host.cpp.
 #include <devtap/devtap.hpp>
 #include <devtap/print.hpp>
 
@@ -76,6 +78,26 @@ int main(int argc, char** argv) {
   }
   devtap::set_log_level(devtap::log_level::warn);
   const double total = static_cast<double>(blocks) * threads * lines;
+
+  // Lines printf loses with its default FIFO (1 MB): the kernel's output goes to a temporary file,
+  // whose lines are counted. First, before the FIFO is enlarged for the throughput runs below.
+  std::uint64_t printf_kept = 0;
+  {
+    std::FILE* capture = std::tmpfile();
+    if (capture == nullptr) return 1;
+    std::fflush(stdout);
+    const int saved = dup(1);
+    dup2(fileno(capture), 1);
+    with_printf<<<blocks, threads>>>(lines);
+    const bool printed = ok(cudaDeviceSynchronize(), "printf kernel (default FIFO)");
+    std::fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    if (!printed) return 1;
+    std::rewind(capture);
+    for (int c; (c = std::fgetc(capture)) != EOF;) printf_kept += c == '\n';
+    std::fclose(capture);
+  }
   if (!ok(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, static_cast<std::size_t>(total) * 256 + (1u << 20)), "printf FIFO"))
     return 1;
   devtap::device* gpu = devtap::devices("cuda")[0];
@@ -124,6 +146,8 @@ int main(int argc, char** argv) {
   std::printf("| printf (kernel + sync) | %.3e | 1.00 |\n", printf_best);
   std::printf("| devtap::print (kernel + sync) | %.3e | %.2f |\n", kernel_best, kernel_best / printf_best);
   std::printf("| devtap::print (until every line is written) | %.3e | %.2f |\n", e2e_best, e2e_best / printf_best);
+  std::printf("\nlines lost from %.0f: printf with its default 1 MB FIFO %.0f (%.1f %%), devtap::print 0 (every line counted)\n",
+              total, total - static_cast<double>(printf_kept), 100.0 * (total - static_cast<double>(printf_kept)) / total);
   std::fclose(devnull);
   return 0;
 }
