@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -132,6 +133,28 @@ inline summary summarize(std::vector<double> v) {
   const std::size_t m = v.size() / 2;
   s.median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
   return s;
+}
+
+/** Median and quartiles of a few ratios (NaN when there are none). */
+struct quartiles {
+  double median = NAN, q1 = NAN, q3 = NAN;
+  std::size_t n = 0;
+};
+
+inline quartiles quartiles_of(std::vector<double> v) {
+  quartiles q;
+  if (v.empty()) return q;
+  std::sort(v.begin(), v.end());
+  auto at = [&v](double p) {  // linear interpolation between the closest ranks
+    const double x = p * static_cast<double>(v.size() - 1);
+    const auto i = static_cast<std::size_t>(x);
+    return i + 1 < v.size() ? v[i] + (x - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+  };
+  q.median = at(0.5);
+  q.q1 = at(0.25);
+  q.q3 = at(0.75);
+  q.n = v.size();
+  return q;
 }
 
 /** p-th percentile (0..1) of samples, nearest rank. */

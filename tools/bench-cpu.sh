@@ -6,7 +6,7 @@
 #   docs/bench-cpu.png          the plot (gnuplot)
 # Extra arguments go to the benchmark (see `build-bench/bench/devtap-bench-cpu --help`); with
 # --smoke or a filtering argument (--only, --sizes, --no-...) the files go to build-bench/ instead,
-# so docs/ keeps full runs.
+# so docs/ keeps full runs; a run on a busy machine (exit 3) does not reach docs/ either.
 # Needs the Debian packages in .ci/install-deps.sh (libboost-dev, libconcurrentqueue-dev,
 # libreaderwriterqueue-dev, gnuplot-nox). About 2 minutes on 2 cores; keep the machine otherwise idle
 # (DEVTAP_BENCH_WAIT_IDLE=600 waits up to 10 minutes for it to become idle).
@@ -44,9 +44,26 @@ fi
 prio=()
 if [[ ${DEVTAP_BENCH_NICE:-1} != 0 ]] && nice -n -20 true 2>/dev/null; then prio=(nice -n -20); fi
 
-mkdir -p "$out"
+# The run writes into $build/run; its files reach docs/ only when the machine stayed quiet (the
+# program exits 3 when the load average at start or a calibration loop says it was busy), unless
+# DEVTAP_BENCH_ALLOW_BUSY=1.
+run=$build/run
+mkdir -p "$run" "$out"
+allow=()
+if [[ ${DEVTAP_BENCH_ALLOW_BUSY:-0} == 1 ]]; then allow=(--allow-busy); fi
 echo "bench-cpu: devtap $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- include 2>/dev/null || echo ' (include/ modified)'), $(nproc) cores, ${prio[*]:-default priority}, results -> $out/"
-"${prio[@]}" "$bin" --csv "$out/bench-cpu.csv" --latency-csv "$out/bench-cpu-latency.csv" --markdown "$build/bench-cpu.md" "$@"
+rc=0
+"${prio[@]}" "$bin" --csv "$run/bench-cpu.csv" --latency-csv "$run/bench-cpu-latency.csv" --markdown "$build/bench-cpu.md" \
+  "${allow[@]}" "$@" || rc=$?
+if [[ $rc -eq 3 ]]; then
+  echo "bench-cpu: the machine was busy (see above): nothing written to $out/; this run's files are in $run/" \
+    "(rerun on a quiet machine, or DEVTAP_BENCH_ALLOW_BUSY=1 to publish them anyway)" >&2
+  out=$run
+elif [[ $rc -ne 0 ]]; then
+  exit "$rc"
+elif [[ $out != "$run" ]]; then
+  cp "$run/bench-cpu.csv" "$run/bench-cpu-latency.csv" "$out/"
+fi
 
 if command -v gnuplot >/dev/null; then
   gnuplot -e "csv='$out/bench-cpu.csv'; png='$out/bench-cpu.png'" bench/plot-cpu.gp
@@ -54,3 +71,4 @@ if command -v gnuplot >/dev/null; then
 else
   echo "bench-cpu: wrote $out/bench-cpu.csv, $out/bench-cpu-latency.csv (no gnuplot: no plot; apt-get install gnuplot-nox)"
 fi
+exit "$rc"
