@@ -62,6 +62,11 @@ TEST_CASE("default registry: without a GPU, the cuda failure is recorded and cpu
     CHECK(!gpu.host_can_tap());
     return;
   }
+  // The fallback is right only where there is nothing to run on: with a driver present, CUDA failing
+  // is an error of this machine, and this GPU case must fail rather than pass on cpu.
+  const devtap::cuda_availability probe = devtap::probe_cuda();
+  INFO("probe_cuda: " << probe.reason);
+  REQUIRE(probe.nothing_to_run_on());
   const auto errors = devtap::backend_errors();
   REQUIRE(errors.count("cuda") == 1);
   const std::string& reason = errors.at("cuda");
