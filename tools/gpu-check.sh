@@ -79,7 +79,7 @@ sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json
   git -C "$root" rev-parse --short HEAD > "$pack/commit.txt" 2>/dev/null || true
   local kib
   kib=$(du -sk "$pack" | cut -f1)
-  echo "gpu-check: $(ls "$pack/bin" | wc -l) programs, libraries: $(ls "$pack/lib" | tr '\n' ' ')"
+  echo "gpu-check: $(programs | wc -l) programs and the JAX peer script; libraries: $(ls "$pack/lib" | tr '\n' ' ')"
   if (( kib > max_pack_mib * 1024 )); then
     echo "gpu-check: $pack is $((kib / 1024)) MiB, over $max_pack_mib MiB" >&2; exit 1
   fi
