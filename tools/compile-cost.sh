@@ -30,7 +30,7 @@ while [[ $# -gt 0 ]]; do
     --mode) mode=$2; shift 2 ;;
     --units) units=$2; shift 2 ;;
     --csv) csv=1; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "compile-cost: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -10,7 +10,9 @@
 #       relative to the repository root. Fails if PACK is over 64 MiB.
 #   tools/gpu-check.sh run PACK RESULTS
 #       Runs every program of PACK, each under a timeout, prints one table, and writes each log,
-#       the bench CSVs and env.txt into RESULTS. Under 5 minutes on one H200. Exit status:
+#       the bench CSVs and env.txt into RESULTS. The timeouts are cut to a budget of 285 s in all
+#       (GPU_CHECK_BUDGET_S), so the run ends under 5 minutes; a program left without time is
+#       reported NOT RUN and fails the run. Exit status:
 #         77  no GPU driver on this machine (no nvidia-smi): one line says so, nothing ran;
 #          1  a program failed or timed out, or one skipped although nvidia-smi lists a GPU;
 #          0  everything passed.
@@ -22,7 +24,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 max_pack_mib=64
 
-usage() { sed -n '2,21p' "$0" >&2; exit 2; }
+usage() { awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
 # name | path in the build dir | arguments | timeout (s) | what it is
 programs() {
@@ -106,8 +108,16 @@ run() {
   } > "$results/env.txt"
   export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   local status=0 start=$SECONDS rows=()
+  # The whole run stays under 5 minutes: each program's timeout is cut to what is left of the budget.
+  local budget=${GPU_CHECK_BUDGET_S:-285}
   while IFS='|' read -r name path args limit what; do
-    local t0=$SECONDS rc
+    local t0=$SECONDS rc left=$((budget - (SECONDS - start) - 30))  # 30 s kept for the JAX peer
+    if (( left < 5 )); then
+      rows+=("$(printf '%-18s %-40s %4ss  %s' "$name" "NOT RUN (out of the ${budget}s budget)" 0 "$what")")
+      status=1
+      continue
+    fi
+    (( limit > left )) && limit=$left
     # shellcheck disable=SC2086  # the arguments are words
     env -u DEVTAP_PLATFORMS -u DEVTAP_CPU_DEVICES timeout -k 5 "$limit" "$pack/bin/$name" ${args//@RESULTS@/$results} \
       > "$results/$name.log" 2>&1 < /dev/null
@@ -124,7 +134,10 @@ run() {
   done < "$pack/programs.txt"
   if [[ -f $pack/bin/jax_peer.py ]]; then
     local t0=$SECONDS rc verdict
-    timeout -k 5 90 python3 "$pack/bin/jax_peer.py" --csv "$results/bench-jax.csv" > "$results/jax_peer.log" 2>&1
+    local jax_limit=$((budget - (SECONDS - start)))
+    (( jax_limit > 90 )) && jax_limit=90
+    (( jax_limit < 5 )) && jax_limit=5
+    timeout -k 5 "$jax_limit" python3 "$pack/bin/jax_peer.py" --csv "$results/bench-jax.csv" > "$results/jax_peer.log" 2>&1
     rc=$?
     case $rc in 0) verdict=PASS ;; 77) verdict="SKIP (no JAX with a GPU)" ;; *) verdict="FAIL (exit $rc)"; status=1 ;; esac
     rows+=("$(printf '%-18s %-40s %4ss  %s' jax_peer "$verdict" "$((SECONDS - t0))" "peer: JAX io_callback / debug.callback")")

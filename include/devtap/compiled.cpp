@@ -19,6 +19,10 @@
 #include <devtap/receiver/receiver_impl.hpp>
 #include <devtap/receiver/report_impl.hpp>
 #include <devtap/tap/outfeed_impl.hpp>
+#if defined(DEVTAP_WITH_CUDA)
+#include <devtap/backend/cuda_impl.hpp>
+#include <devtap/cuda/ring_allocation_impl.hpp>
+#endif
 
 DEVTAP_BEGIN_NAMESPACE
 template class registry<cpu_backend>;

@@ -39,11 +39,7 @@ inline constexpr std::string_view cuda_platform = "cuda";
 class cuda_device final : public device {
 public:
   cuda_device(int id, int process_index, const cudaDeviceProp& prop)
-      : device(id, detail::cuda_platform, detail::format_message("cuda:{} ({})", id, prop.name), process_index),
-        gpu_name_(prop.name),
-        cc_major_(prop.major),
-        cc_minor_(prop.minor),
-        total_memory_(prop.totalGlobalMem) {}
+     ;
 
   /** The GPU's product name, e.g. "NVIDIA H200". */
   const std::string& gpu_name() const noexcept { return gpu_name_; }
@@ -55,22 +51,12 @@ public:
 
   /** Tail and head cache in device memory, headers and record bytes in pinned host memory mapped
    * into the device (devtap/cuda/ring_allocation.hpp); the reader polls, host threads cannot tap. */
-  std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
-    return std::make_unique<detail::cuda_ring_allocation>(id(), capacity, name());
-  }
+  DEVTAP_INLINE_VIRTUAL std::unique_ptr<detail::ring_allocation> allocate_ring(std::uint64_t capacity) override;
 
   /** Calls `fn` on a helper thread once the GPU's work submitted so far has finished
    * (cudaDeviceSynchronize). `fn` is called even if the synchronisation reports an error, so an
    * end-of-stream marker is never lost; the error is logged. */
-  void after_pending_work(std::function<void()> fn) override {
-    helper_.post([this, fn = std::move(fn)] {
-      cudaError_t status = cudaSetDevice(id());
-      if (status == cudaSuccess) status = cudaDeviceSynchronize();
-      if (status != cudaSuccess)
-        log(log_level::error, "{}", detail::cuda_error_text(name() + ": waiting for pending work", status));
-      run_pending_work_callback(fn);
-    });
-  }
+  DEVTAP_INLINE_VIRTUAL void after_pending_work(std::function<void()> fn) override;
 
   /** False: a CUDA ring's reservation word lives in device memory, out of host threads' reach. */
   bool host_can_tap() const noexcept override { return false; }
@@ -88,16 +74,7 @@ class cuda_client final : public client {
 public:
   /** Enumerates the GPUs; throws backend_error with the CUDA error text when the runtime cannot
    * (no driver, no GPU). */
-  explicit cuda_client(process_info process = current_process()) : process_(process) {
-    int count = 0;
-    detail::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-    for (int i = 0; i < count; ++i) {
-      cudaDeviceProp prop{};
-      detail::cuda_check(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
-      owned_.push_back(std::make_unique<cuda_device>(i, process_.index, prop));
-      views_.push_back(owned_.back().get());
-    }
-  }
+  explicit cuda_client(process_info process = current_process());
 
   std::string_view platform() const noexcept override { return detail::cuda_platform; }
   int process_index() const noexcept override { return process_.index; }
@@ -116,9 +93,13 @@ struct cuda_backend {
   static constexpr std::string_view name = detail::cuda_platform;
   static constexpr int priority = 200;
   static constexpr bool required = false;
-  static std::unique_ptr<cuda_client> create() { return std::make_unique<cuda_client>(); }
+  static std::unique_ptr<cuda_client> create();
 };
 
 DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/backend/cuda_impl.hpp>
+#endif
 
 #endif  // DEVTAP_WITH_CUDA

@@ -1,0 +1,46 @@
+#pragma once
+// The definitions of the cuda backend (declared in cuda.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/backend/cuda.hpp>
+
+#if defined(DEVTAP_WITH_CUDA)
+
+DEVTAP_BEGIN_NAMESPACE
+
+DEVTAP_FUNC cuda_device::cuda_device(int id, int process_index, const cudaDeviceProp& prop)
+      : device(id, detail::cuda_platform, detail::format_message("cuda:{} ({})", id, prop.name), process_index),
+        gpu_name_(prop.name),
+        cc_major_(prop.major),
+        cc_minor_(prop.minor),
+        total_memory_(prop.totalGlobalMem) {}
+
+DEVTAP_FUNC std::unique_ptr<detail::ring_allocation> cuda_device::allocate_ring(std::uint64_t capacity) {
+  return std::make_unique<detail::cuda_ring_allocation>(id(), capacity, name());
+}
+
+DEVTAP_FUNC void cuda_device::after_pending_work(std::function<void()> fn) {
+  helper_.post([this, fn = std::move(fn)] {
+    cudaError_t status = cudaSetDevice(id());
+    if (status == cudaSuccess) status = cudaDeviceSynchronize();
+    if (status != cudaSuccess)
+      log(log_level::error, "{}", detail::cuda_error_text(name() + ": waiting for pending work", status));
+    run_pending_work_callback(fn);
+  });
+}
+
+DEVTAP_FUNC cuda_client::cuda_client(process_info process) : process_(process) {
+  int count = 0;
+  detail::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    detail::cuda_check(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
+    owned_.push_back(std::make_unique<cuda_device>(i, process_.index, prop));
+    views_.push_back(owned_.back().get());
+  }
+}
+
+DEVTAP_FUNC std::unique_ptr<cuda_client> cuda_backend::create() { return std::make_unique<cuda_client>(); }
+
+DEVTAP_END_NAMESPACE
+
+#endif  // DEVTAP_WITH_CUDA
