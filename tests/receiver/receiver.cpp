@@ -478,9 +478,14 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
   std::uint64_t pos;
   REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
   std::atomic_ref<std::uint32_t>(broken.header_at(pos)->length).store(devtap::detail::pad_flag | 24);
+  devtap::detail::wake_reader(broken);  // written by hand, not by commit(): ring the doorbell as commit() would
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
     for (int i = 0; i < 100; ++i) ctx.tap(point, i);
   });
+  // The stop first, then close(): otherwise close()'s end marker may already be behind the bad
+  // record, and the bytes left over count it too.
+  for (int i = 0; i < 5000 && !rx.stats().devices[1].stream_failed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(rx.stats().devices[1].stream_failed);
   const std::string failure = "malformed record on device 'cpu:1' at ring offset 0 (length word " +
                               std::to_string(devtap::detail::pad_flag | 24) +
                               "): its stream was stopped; 64 bytes from it on were not delivered";
