@@ -1,4 +1,4 @@
-// devtap CPU benchmark suite (DESIGN.md §4, issue 4): devtap against the pipelines users would
+// devtap CPU benchmark suite (docs/performance.md, issue 4): devtap against the pipelines users would
 // hand-build, side by side in one run, as ratios.
 //
 //   devtap-bench-cpu [--smoke] [--reps N] [--run-ms MS] [--sizes 16,256,...] [--only a,b]

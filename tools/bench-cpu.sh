@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU benchmark suite (DESIGN.md §4, issue 4) in one command: configures and builds
+# The CPU benchmark suite (docs/performance.md, issue 4) in one command: configures and builds
 # build-bench (release), runs devtap-bench-cpu, prints the table, and writes
 #   docs/bench-cpu.csv          throughput, one row per (implementation, payload size, producers)
 #   docs/bench-cpu-latency.csv  tap -> consumer latency and idle consumer CPU

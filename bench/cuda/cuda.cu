@@ -1,4 +1,4 @@
-// GPU benchmark of the CUDA outfeed (DESIGN.md §4, issue 5). A program, not a timed test.
+// GPU benchmark of the CUDA outfeed (docs/cuda.md, issue 5). A program, not a timed test.
 //
 //   devtap-bench-cuda [--smoke] [--csv FILE] [--compare-csv FILE] [--mib-per-cell N] [--latency-samples N]
 //

@@ -1,4 +1,4 @@
-// devtap::print against fmt::print from host threads (DESIGN.md §4, issue 6): lines per second,
+// devtap::print against fmt::print from host threads (docs/print.md, issue 6): lines per second,
 // side by side in one run, as a table (and CSV with --csv FILE).
 //
 //   fmt::print      T host threads each print their share of the lines with fmt::print(FILE*, ...)

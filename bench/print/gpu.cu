@@ -1,4 +1,4 @@
-// devtap::print against printf from a CUDA kernel (DESIGN.md §4, issue 6; target: at least 10x
+// devtap::print against printf from a CUDA kernel (docs/print.md, issue 6; target: at least 10x
 // printf's lines per second). One kernel, BLOCKS x THREADS threads, each printing LINES lines of
 // the same content both ways:
 //

@@ -1,4 +1,4 @@
-// nvcc's proof for the codec and fingerprints (DESIGN.md §2 "Type fingerprints"):
+// nvcc's proof for the codec and fingerprints (docs/outfeed.md, type fingerprints):
 //  - compile time: in the device pass the fingerprints equal the literals that
 //    tests/outfeed/fingerprint.cpp pins for g++ and clang, and encode() compiles in device code;
 //  - run time (only with a GPU, else exit 77 = skip): fingerprints computed by device code and
