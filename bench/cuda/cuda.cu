@@ -33,6 +33,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -280,14 +281,21 @@ struct bench {
     return s;
   }
 
-  void report(const char* method, std::uint64_t size, std::uint64_t records, double seconds, const char* target) {
-    row r = make_row("tap", method, size, records, seconds);
+  // One throughput row (devtap's taps, or a peer's): printed, and kept for the compare CSV.
+  void throughput_row(const char* section, const char* method, std::uint64_t size, std::uint64_t records,
+                      double seconds, const char* note) {
+    row r = make_row(section, method, size, records, seconds);
     r.per_second = static_cast<double>(records) / seconds;
     r.gbps = static_cast<double>(records) * static_cast<double>(size) / seconds * 1e-9;
     r.ratio = copy_gbps > 0 ? r.gbps / copy_gbps : 0;
-    r.note = target;
+    r.note = note;
     print_row(r);
-    compared.push_back({std::string("devtap ") + method, size, r.per_second, r.gbps, "devtap"});
+    const bool devtap = std::string_view(section) == "tap";
+    compared.push_back({devtap ? std::string("devtap ") + method : std::string(method), size, r.per_second, r.gbps,
+                        devtap ? "devtap" : "peer"});
+  }
+  void report(const char* method, std::uint64_t size, std::uint64_t records, double seconds, const char* target) {
+    throughput_row("tap", method, size, records, seconds, target);
   }
 
   template <int N>
@@ -378,13 +386,7 @@ struct bench {
   std::vector<compared_row> compared;
 
   void peer_row(const char* method, std::uint64_t size, std::uint64_t records, double seconds, const char* note) {
-    row r = make_row("peer", method, size, records, seconds);
-    r.per_second = static_cast<double>(records) / seconds;
-    r.gbps = static_cast<double>(records) * static_cast<double>(size) / seconds * 1e-9;
-    r.ratio = copy_gbps > 0 ? r.gbps / copy_gbps : 0;
-    r.note = note;
-    print_row(r);
-    compared.push_back({method, size, r.per_second, r.gbps, "peer"});
+    throughput_row("peer", method, size, records, seconds, note);
   }
 
   // Every record written into device memory by the kernel, one cudaMemcpyAsync into pinned memory
