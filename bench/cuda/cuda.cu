@@ -652,8 +652,8 @@ struct bench {
     print_row(r);
   }
 
-  // What opening a receiver on a GPU costs: its ring is pinned, mapped and zeroed up front
-  // (cudaHostAlloc + memset), unlike a cpu ring. Median of a few open/close rounds per budget; the
+  // What opening a receiver on a GPU costs: its ring is pinned and mapped up front
+  // (cudaHostAlloc; only its consumer words are zeroed), unlike a cpu ring. Median of a few open/close rounds per budget; the
   // default budget (256 MiB) is the last row. p50_us = open, p99_us = close (medians, in µs).
   void open_cost() {
     const std::size_t budgets[] = {std::size_t{1} << 20, std::size_t{16} << 20, std::size_t{64} << 20,

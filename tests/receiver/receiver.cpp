@@ -257,7 +257,7 @@ TEST_CASE("what producers that cannot throw leave in the sticky word is reported
   d::set_sticky<d::host_atomics>(ring, d::sticky_stale_point, 0);
   CHECK_THROWS_WITH(rx.close(),
                     Catch::Equals("devtap: receiver 'sticky': 1 consumer failure(s):\n  [cpu:0] (device): a tap on the "
-                                  "device refused a record of 5000 bytes: larger than the device accepts (1008 bytes); "
+                                  "device refused a record of 5000 bytes: larger than the device accepts (1000 bytes); "
                                   "raise receiver_options::budget_bytes; taps on the device found its ring full "
                                   "(overflow_policy::error); taps through a tap_point of another receiver, or of none, "
                                   "were dropped (counted in dropped_records)"));
@@ -315,13 +315,13 @@ TEST_CASE("a record larger than the device's share is refused before anything is
   devtap::cpu_client cpus(1);
   int got = 0;
   devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
-  using too_big = std::array<char, 1024 - 16 + 1>;  // one byte more than the 1 KiB ring holds
+  using too_big = std::array<char, 1024 - 24 + 1>;  // one byte more than the 1 KiB ring holds
   auto point = rx.attach<too_big>([&](const too_big&) { ++got; });
   auto small = rx.attach<int>([&](const int&) { ++got; });
   auto out = rx.outfeed(*cpus.cpu_devices()[0]);
   CHECK_THROWS_AS(out.tap(point, too_big{}), devtap::outfeed_error);
   CHECK_THROWS_WITH(out.tap(point, too_big{}),
-                    Catch::Equals("devtap: a record of 1009 bytes is larger than device 'cpu:0' accepts (1008 bytes in a "
+                    Catch::Equals("devtap: a record of 1001 bytes is larger than device 'cpu:0' accepts (1000 bytes in a "
                                   "ring of 1 KiB); a ring of 2 KiB holds it: give receiver_options::budget_bytes 2 KiB per "
                                   "device, or tap smaller pieces"));
   out.tap(small, 1);
@@ -477,7 +477,9 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
   auto broken = rx.outfeed(*cpus.cpu_devices()[1]).ring();
   std::uint64_t pos;
   REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
-  std::atomic_ref<std::uint32_t>(broken.header_at(pos)->length).store(devtap::detail::pad_flag | 24);
+  broken.header_at(pos)->length = 8;  // shorter than a header, under a valid stamp
+  std::atomic_ref<std::uint64_t>(broken.header_at(pos)->stamp)
+      .store(broken.stamp(pos, devtap::detail::stamp_record), std::memory_order_release);
   devtap::detail::wake_reader(broken);  // written by hand, not by commit(): ring the doorbell as commit() would
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
     for (int i = 0; i < 100; ++i) ctx.tap(point, i);
@@ -486,9 +488,9 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
   // record, and the bytes left over count it too.
   for (int i = 0; i < 5000 && !rx.stats().devices[1].stream_failed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   REQUIRE(rx.stats().devices[1].stream_failed);
-  const std::string failure = "malformed record on device 'cpu:1' at ring offset 0 (length word " +
-                              std::to_string(devtap::detail::pad_flag | 24) +
-                              "): its stream was stopped; 64 bytes from it on were not delivered";
+  const std::string failure =
+      "malformed record on device 'cpu:1' at ring offset 0 (record of length 8): its stream was stopped; "
+      "64 bytes from it on were not delivered";
   CHECK_THROWS_WITH(rx.close(),
                     Catch::Equals("devtap: receiver 'receiver': 1 consumer failure(s):\n  [cpu:1] (stream): " + failure));
   {
@@ -892,11 +894,11 @@ TEST_CASE("barrier() on a device whose work does not finish times out, naming it
 TEST_CASE("records above half the ring, up to the whole ring, are delivered under block") {
   devtap::cpu_client cpus(1);
   using big = std::array<std::uint8_t, 600>;      // more than half of the 1 KiB ring
-  using whole = std::array<std::uint8_t, 1008>;   // exactly the ring (16-byte header + 1008)
+  using whole = std::array<std::uint8_t, 1000>;   // exactly the ring (24-byte header + 1000)
   std::vector<int> got;
   devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
   auto big_point = rx.attach<big>([&](const big& b) { got.push_back(b[0]); });
-  auto whole_point = rx.attach<whole>([&](const whole& w) { got.push_back(w[1007]); });
+  auto whole_point = rx.attach<whole>([&](const whole& w) { got.push_back(w[999]); });
   auto small_point = rx.attach<int>([&](const int& v) { got.push_back(v); });
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
     for (int i = 0; i < 20; ++i) {  // every offset of the wrap: small records move the tail around
@@ -905,7 +907,7 @@ TEST_CASE("records above half the ring, up to the whole ring, are delivered unde
       b[0] = static_cast<std::uint8_t>(i);
       ctx.tap(big_point, b);
       whole w{};
-      w[1007] = static_cast<std::uint8_t>(100 + i);
+      w[999] = static_cast<std::uint8_t>(100 + i);
       ctx.tap(whole_point, w);
     }
   });

@@ -1,11 +1,12 @@
 // The ring protocol alone (no receiver): claim/commit/abort, padding at the wrap, positions by
-// difference, zeroed free space, and many producers against one reader.
+// difference, stamps that tell this lap's records from stale bytes, and many producers against one reader.
 #include <devtap/ring/memory.hpp>
 #include <devtap/ring/produce.hpp>
 #include <devtap/ring/read.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -21,14 +22,14 @@ bool write_record(const ring_view& ring, std::uint32_t id, std::uint32_t payload
   return true;
 }
 
-bool all_zero(const std::byte* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (p[i] != std::byte{0}) return false;
-  return true;
+// Writes `stamp` (and a length) at `pos` by hand, as a producer's commit would.
+void stamp_by_hand(const ring_view& ring, std::uint64_t pos, std::uint64_t stamp, std::uint32_t length) {
+  if ((ring.capacity - (pos & (ring.capacity - 1))) >= sizeof(record_header)) ring.header_at(pos)->length = length;
+  std::atomic_ref<std::uint64_t>(ring.header_at(pos)->stamp).store(stamp, std::memory_order_release);
 }
 }  // namespace
 
-TEST_CASE("records come out in order, in place, and free space is zeroed") {
+TEST_CASE("records come out in order, in place, and released bytes are left as they are") {
   host_ring_allocation mem(1024);
   ring_reader reader(mem.host);
   REQUIRE(reader.peek().kind == record_kind::empty);
@@ -44,31 +45,31 @@ TEST_CASE("records come out in order, in place, and free space is zeroed") {
     reader.release(rec);
   }
   CHECK(reader.peek().kind == record_kind::empty);
-  CHECK(all_zero(mem.host.data, 1024));
+  CHECK(mem.host.header_at(0)->stamp == mem.host.stamp(0, stamp_record));  // not cleaned: nothing to clean
 }
 
 TEST_CASE("a full ring refuses claims until the reader publishes") {
   host_ring_allocation mem(256);
   ring_reader reader(mem.host);
   int written = 0;
-  while (write_record(mem.producer, 1, 16, 0xAB)) ++written;
+  while (write_record(mem.producer, 1, 8, 0xAB)) ++written;  // 32-byte records
   CHECK(written == 256 / 32);
   auto rec = reader.peek();
   reader.release(rec);
-  CHECK_FALSE(write_record(mem.producer, 1, 16, 0xAB));  // released but not yet published
+  CHECK_FALSE(write_record(mem.producer, 1, 8, 0xAB));  // released but not yet published
   reader.publish();
-  CHECK(write_record(mem.producer, 1, 16, 0xAB));
+  CHECK(write_record(mem.producer, 1, 8, 0xAB));
 }
 
 TEST_CASE("a record that would cross the end is preceded by padding") {
   host_ring_allocation mem(256);
   ring_reader reader(mem.host);
   for (int i = 0; i < 2; ++i) {  // 2 x 96 bytes: offset 0..192
-    REQUIRE(write_record(mem.producer, 1, 96 - 16, 1));
+    REQUIRE(write_record(mem.producer, 1, 96 - sizeof(record_header), 1));
     reader.release(reader.peek());
   }
   reader.publish();
-  REQUIRE(write_record(mem.producer, 2, 72 - 16, 2));  // does not fit in the 64 bytes left: pad then wrap
+  REQUIRE(write_record(mem.producer, 2, 72 - sizeof(record_header), 2));  // does not fit in the 64 bytes left: pad then wrap
   auto pad = reader.peek();
   REQUIRE(pad.kind == record_kind::skip);
   CHECK(pad.bytes == 64);
@@ -79,17 +80,17 @@ TEST_CASE("a record that would cross the end is preceded by padding") {
   CHECK(reinterpret_cast<const std::byte*>(rec.header) == mem.host.data);  // it starts at offset 0
   reader.release(rec);
   reader.publish();
-  CHECK(all_zero(mem.host.data, 256));
+  CHECK(reader.peek().kind == record_kind::empty);
 }
 
-TEST_CASE("an aborted claim is skipped and its bytes zeroed") {
+TEST_CASE("an aborted claim is skipped") {
   host_ring_allocation mem(256);
   ring_reader reader(mem.host);
   std::uint64_t pos;
   REQUIRE(try_claim<host_atomics>(mem.producer, record_bytes(40), pos));
   std::memset(mem.producer.payload_at(pos), 0xFF, 40);
   REQUIRE(write_record(mem.producer, 7, 8, 7));
-  CHECK(reader.peek().kind == record_kind::empty);  // claimed, not committed: BUSY stops the reader
+  CHECK(reader.peek().kind == record_kind::empty);  // claimed, not committed: no stamp yet stops the reader
   abort<host_atomics>(mem.producer, pos, record_bytes(40));
   auto skipped = reader.peek();
   REQUIRE(skipped.kind == record_kind::skip);
@@ -98,7 +99,7 @@ TEST_CASE("an aborted claim is skipped and its bytes zeroed") {
   REQUIRE(rec.kind == record_kind::data);
   CHECK(rec.header->consumer_id == 7);
   reader.release(rec);
-  CHECK(all_zero(mem.host.data, 256));
+  CHECK(reader.peek().kind == record_kind::empty);
 }
 
 TEST_CASE("a commit rings a sleeping reader once, clearing its flag; a busy reader is never rung") {
@@ -141,12 +142,79 @@ TEST_CASE("positions compare by difference across the 64-bit wrap") {
 
 TEST_CASE("malformed headers are reported, never followed out of the ring") {
   host_ring_allocation mem(256);
-  auto* h = mem.host.header_at(0);
-  SECTION("length beyond the ring") { h->length = 4096; }
-  SECTION("padding that does not reach the end") { h->length = pad_flag | 64; }
-  SECTION("discard shorter than a header") { h->length = discard_flag | 8; }
-  SECTION("pad and discard at once") { h->length = pad_flag | discard_flag | 256; }
-  CHECK(inspect(mem.host, 0).kind == record_kind::malformed);
+  const ring_view& ring = mem.host;
+  SECTION("length beyond the ring") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_record), 4096); }
+  SECTION("length shorter than a header") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_record), 23); }
+  SECTION("record past the ring's end") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_record), 257); }
+  SECTION("discard shorter than a header") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_discard), 8); }
+  SECTION("discard of a length not a multiple of 8") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_discard), 36); }
+  SECTION("discard past the ring's end") { stamp_by_hand(ring, 0, ring.stamp(0, stamp_discard), 264); }
+  SECTION("a stamp of an unknown kind") {
+    const std::uint64_t kind = GENERATE(3, 4, 5, 6, 7);
+    stamp_by_hand(ring, 0, ring.stamp(0, kind), 32);
+    CHECK(inspect(ring, 0).stamp_kind == kind);
+  }
+  CHECK(inspect(ring, 0).kind == record_kind::malformed);
+}
+
+TEST_CASE("a record stamp whose header would cross the ring's end is malformed; padding there is not") {
+  host_ring_allocation mem(256);
+  const ring_view& ring = mem.host;
+  for (std::uint64_t room : {8u, 16u}) {  // the header's 24 bytes do not fit; its length is not read
+    const std::uint64_t pos = 256 - room;
+    stamp_by_hand(ring, pos, ring.stamp(pos, stamp_record), 0);
+    const record_ref rec = inspect(ring, pos);
+    CHECK(rec.kind == record_kind::malformed);
+    CHECK(rec.bytes == room);
+    stamp_by_hand(ring, pos, ring.stamp(pos, stamp_padding), 0);  // padding: only its stamp, to the end
+    CHECK(inspect(ring, pos).kind == record_kind::skip);
+    CHECK(inspect(ring, pos).bytes == room);
+  }
+}
+
+TEST_CASE("stale bytes never read as committed: zero memory, an earlier lap, another ring's key") {
+  host_ring_allocation mem(256);
+  const ring_view& ring = mem.host;
+  CHECK(inspect(ring, 0).kind == record_kind::empty);  // fresh (zero) memory
+  CHECK((ring.stamp_key >> 63) == 1);
+  CHECK((ring.stamp_key & stamp_kind_mask) == 0);
+  CHECK(stamp_key_from(0) != 0);
+  host_ring_allocation other(256);
+  CHECK(other.host.stamp_key != ring.stamp_key);
+
+  ring_reader reader(ring);
+  // Lap 0: one record with a payload full of plausible headers: stamps of lap 1 under another key,
+  // and lengths that would fit.
+  std::uint64_t pos;
+  REQUIRE(try_claim<host_atomics>(ring, record_bytes(232), pos));
+  for (std::uint64_t off = 0; off + 16 <= 232; off += 8) {
+    const std::uint64_t later = 256 + 24 + off;  // the lap-1 position these bytes will sit at
+    const std::uint64_t fake[2] = {stamp_at(other.host.stamp_key, later, stamp_record), 32};
+    std::memcpy(ring.payload_at(pos) + off, fake, sizeof fake);
+  }
+  commit<host_atomics>(ring, pos, 1, 0, 232);
+  auto rec = reader.peek();
+  REQUIRE(rec.kind == record_kind::data);
+  reader.release(rec);
+  reader.publish();
+  // Lap 1: records of 32 bytes land on the old payload's words; each is empty until committed.
+  for (int i = 0; i < 8; ++i) {
+    const std::uint64_t at = reader.position();
+    CHECK(inspect(ring, at).kind == record_kind::empty);
+    REQUIRE(try_claim<host_atomics>(ring, record_bytes(8), pos));
+    REQUIRE(pos == at);
+    CHECK(reader.peek().kind == record_kind::empty);  // claimed, not committed
+    commit<host_atomics>(ring, pos, 2, 0, 8);
+    rec = reader.peek();
+    REQUIRE(rec.kind == record_kind::data);
+    CHECK(rec.header->consumer_id == 2);
+    reader.release(rec);
+    reader.publish();
+  }
+  // Lap 2 at offset 0: lap 1's stamp is there, for another position.
+  CHECK(reader.position() == 512);
+  CHECK(ring.header_at(512)->stamp == ring.stamp(256, stamp_record));
+  CHECK(reader.peek().kind == record_kind::empty);
 }
 
 TEST_CASE("records of every size up to the maximum survive many wraps") {
@@ -178,7 +246,7 @@ TEST_CASE("records of every size up to the maximum survive many wraps") {
       reader.release(rec);
       reader.publish();
     }
-  CHECK(all_zero(mem.host.data, 1024));
+  CHECK(reader.peek().kind == record_kind::empty);
 }
 
 TEST_CASE("many producers, one reader: every record once, per-producer order kept") {
@@ -248,7 +316,7 @@ TEST_CASE("a producer that read a stale tail reloads it instead of seeing an emp
   host_ring_allocation mem(256);
   ring_reader reader(mem.host);
   for (int i = 0; i < 4; ++i) {  // producers and the reader have moved to position 128
-    REQUIRE(write_record(mem.producer, 1, 16, 1));
+    REQUIRE(write_record(mem.producer, 1, 8, 1));
     reader.release(reader.peek());
   }
   reader.publish();
@@ -265,21 +333,19 @@ TEST_CASE("a producer that read a stale tail reloads it instead of seeing an emp
   CHECK(stale_tail_atomics::stale_loads_left == 0);
 }
 
-TEST_CASE("a record's length word never reads as a flag, at any size a ring accepts") {
-  CHECK(max_record_bytes(max_ring_capacity) < discard_flag);
+TEST_CASE("a record's length fits its word at any size a ring accepts") {
+  CHECK(max_record_bytes(max_ring_capacity) <= max_record_limit);
+  CHECK(max_record_limit < (std::uint64_t{1} << 32));
   CHECK(max_record_bytes(1024) == 1024);
   CHECK(max_record_bytes(std::uint64_t{1} << 30) == (std::uint64_t{1} << 30) - 8);
-  // The longest length word a committed record can carry is a plain length.
-  const std::uint64_t longest = max_record_bytes(max_ring_capacity);
-  CHECK((longest & (pad_flag | discard_flag)) == 0);
 }
 
 TEST_CASE("a record above half the ring claims its padding alone, then waits for room at the start") {
   host_ring_allocation mem(256);
   ring_reader reader(mem.host);
-  REQUIRE(write_record(mem.producer, 1, 64, 1));  // tail at 80
+  REQUIRE(write_record(mem.producer, 1, 56, 1));  // tail at 80
   // 200 bytes of record: 176 would be padding at 80 (to 256), 176 + 200 > 256: padding alone first.
-  const std::uint64_t bytes = record_bytes(184);
+  const std::uint64_t bytes = record_bytes(176);
   REQUIRE(bytes == 200);
   std::uint64_t pos;
   CHECK_FALSE(try_claim<host_atomics>(mem.producer, bytes, pos));  // the first record still holds 80 bytes

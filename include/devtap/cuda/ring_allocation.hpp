@@ -1,7 +1,8 @@
 #pragma once
 /** The ring of a CUDA device: where each word lives (docs/cuda.md, "Memory placement").
  *
- *   pinned host memory, mapped into every GPU (cudaHostAlloc Mapped | Portable), zeroed:
+ *   pinned host memory, mapped into every GPU (cudaHostAlloc Mapped | Portable); stamps need no
+ *   zeroed records (ring/layout.hpp), so only the consumer side and the readback word are zeroed:
  *     [0, capacity)        record headers and payloads   GPU: posted writes; host: reads in place
  *     consumer side        head, closed, sticky error,   host writes head/closed; GPU reads them
  *                          drop counters                 rarely, ORs/adds errors and drops

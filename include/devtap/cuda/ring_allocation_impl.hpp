@@ -31,7 +31,8 @@ DEVTAP_FUNC cuda_ring_allocation::cuda_ring_allocation(int device, std::uint64_t
     cuda_check(cudaHostAlloc(&pinned, pinned_bytes(capacity), cudaHostAllocMapped | cudaHostAllocPortable),
                     device_name_, "cudaHostAlloc (outfeed ring, pinned and mapped)");
     pinned_ = static_cast<std::byte*>(pinned);
-    std::memset(pinned_, 0, pinned_bytes(capacity));  // the protocol's invariant: free bytes are zero
+    // The consumer side and the readback word start at zero; the records need no cleaning (stamps, ring/layout.hpp).
+    std::memset(pinned_ + consumer_offset(capacity), 0, pinned_bytes(capacity) - consumer_offset(capacity));
     void* mapped = nullptr;
     cuda_check(cudaHostGetDevicePointer(&mapped, pinned_, 0), device_name_, "cudaHostGetDevicePointer");
     void* producer_side = nullptr;
@@ -46,10 +47,11 @@ DEVTAP_FUNC cuda_ring_allocation::cuda_ring_allocation(int device, std::uint64_t
     cuda_check(cudaStreamSynchronize(stream_), device_name_, "cudaStreamSynchronize");
 
     auto* mapped_bytes = static_cast<std::byte*>(mapped);
+    const std::uint64_t key = new_stamp_key(pinned_);
     host = ring_view{nullptr, reinterpret_cast<ring_consumer_side*>(pinned_ + consumer_offset(capacity)), pinned_,
-                     capacity};
+                     capacity, key};
     producer = ring_view{producer_side_, reinterpret_cast<ring_consumer_side*>(mapped_bytes + consumer_offset(capacity)),
-                         mapped_bytes, capacity};
+                         mapped_bytes, capacity, key};
     readback_ = reinterpret_cast<std::uint64_t*>(pinned_ + readback_offset(capacity));
     producers_wake_reader = false;
     host_can_produce = false;

@@ -177,6 +177,15 @@ DEVTAP_FUNC void device_reader::count_lost() {
   stream_.reader_exited.store(true, std::memory_order_release);
 }
 
+/** What was wrong with a malformed record, for the report. */
+DEVTAP_FUNC std::string describe_malformed(const record_ref& rec) {
+  if (rec.stamp_kind != stamp_record && rec.stamp_kind != stamp_discard)
+    return "stamp of unknown kind " + std::to_string(rec.stamp_kind);
+  const std::string what = rec.stamp_kind == stamp_record ? "record" : "discarded claim";
+  if (rec.bytes != 0) return what + " whose header does not fit in the " + std::to_string(rec.bytes) + " bytes before the ring's end";
+  return what + " of length " + std::to_string(rec.length);
+}
+
 DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
   // What the ring holds from the malformed record on cannot be parsed into records (its framing is
   // broken): counted in bytes, from the reader's position to the producers' tail.
@@ -187,8 +196,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
   } catch (const std::exception&) {  // a GPU that cannot be read: the failure is reported without the count
   }
   stream_.failure = "malformed record on device '" + stream_.device_name + "' at ring offset " +
-                    std::to_string(reader_.offset()) + " (length word " + std::to_string(rec.header->length) +
-                    "): its stream was stopped" + left;
+                    std::to_string(reader_.offset()) + " (" + describe_malformed(rec) + "): its stream was stopped" + left;
   log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
   close_ring(stream_.ring->host, ring_reader_gone);  // blocked producers must not wait for a stopped reader
   publish_progress();

@@ -4,22 +4,24 @@
  *  release, publish), wake.hpp (who sleeps, who wakes whom), close.hpp (closing, end of stream),
  *  memory.hpp (allocation). docs/ring.md draws it on one page.
  *
- * Memory: `data` is `capacity` bytes (a power of two), all zero except the records in
- * [head, tail). Positions are 64-bit byte counts that never wrap; they are compared by
- * difference, so `tail - head <= capacity` holds across the 2^64 wrap too.
+ * Memory: `data` is `capacity` bytes (a power of two). Positions are 64-bit byte counts that never
+ * wrap; they are compared by difference, so `tail - head <= capacity` holds across the 2^64 wrap too.
+ * Free space is never cleaned: what tells a record of this lap from stale bytes is its stamp.
  *
  *   record at pos & (capacity-1), 8-byte aligned, never straddles the end:
- *   +------------+-------------+-------------+---------+
- *   | length u32 | consumer u32| fingerprint | payload | -> padded to 8
- *   +------------+-------------+--- u64 -----+---------+
- *   length = header + payload bytes, so a committed record is never 0 (even an empty one):
- *   length == 0      claimed, not yet committed (BUSY): the reader stops here
- *   PAD flag         skip (length & mask) bytes: the tail end of the ring before a wrap
- *   DISCARD flag     skip (length & mask) bytes: an aborted claim
+ *   +-------------+------------+-------------+-------------+---------+
+ *   | stamp u64   | length u32 | consumer u32| fingerprint | payload | -> padded to 8
+ *   +-------------+------------+-------------+--- u64 -----+---------+
+ *   stamp = (pos ^ key) | kind: the commit word, written last. `key` is drawn per ring (top bit set,
+ *   low 3 bits clear), so zeroed memory, an earlier lap's stamps (another pos) and payload bytes
+ *   (which cannot know the key) never match; the reader computes the stamp it expects at its head.
+ *   kind record     length = header + payload bytes
+ *   kind padding    skip to the end of the ring: the tail end before a wrap (only its stamp is written)
+ *   kind discard    skip `length` bytes: an aborted claim
  *
  * Producer: try_claim (CAS on tail, pad at the wrap) -> write payload -> commit (or abort).
- * Reader: peek committed header -> consumer step -> release (zero the bytes, advance head;
- * head is published in batches). Only the atomics differ between cpu and CUDA: the `Atomics`
+ * Reader: peek the stamp at head -> consumer step -> release (advance its private head; the head is
+ * published in batches, one store for many records). Only the atomics differ between cpu and CUDA: the `Atomics`
  * policy says where each word lives (see host_atomics here, cuda_atomics in devtap/cuda). */
 #include <devtap/config.hpp>
 
@@ -39,15 +41,31 @@ enum class overflow_policy : std::uint32_t {
 namespace detail {
 
 struct record_header {
-  std::uint32_t length;       // the commit word: header + payload bytes | flags; 0 = BUSY
+  std::uint64_t stamp;        // the commit word: stamp_at(key, pos, kind), stored last with release
+  std::uint32_t length;       // header + payload bytes (record), bytes skipped (discard)
   std::uint32_t consumer_id;  // 0 is the end-of-stream marker
   std::uint64_t fingerprint;  // structural type fingerprint of the payload
 };
-static_assert(sizeof(record_header) == 16);
+static_assert(sizeof(record_header) == 24);
 
-inline constexpr std::uint32_t pad_flag = 1u << 31;
-inline constexpr std::uint32_t discard_flag = 1u << 30;
-inline constexpr std::uint32_t length_mask = discard_flag - 1;
+/** What a committed stamp says the bytes at its position are. */
+enum stamp_kind : std::uint64_t {
+  stamp_record = 0,   ///< a record: the header's other words and the payload are valid
+  stamp_padding = 1,  ///< the rest of the ring, before a wrap (only the stamp is written: it may be 8 bytes)
+  stamp_discard = 2,  ///< an aborted claim of `length` bytes
+};
+inline constexpr std::uint64_t stamp_kind_mask = 7;  // positions are 8-aligned: the key's low bits are free
+
+/** The stamp a record of `kind` at position `pos` carries in a ring keyed `key` (ring_view::stamp_key). */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t stamp_at(std::uint64_t key, std::uint64_t pos, std::uint64_t kind) {
+  return (pos ^ key) | kind;
+}
+/** Makes a ring's stamp key from any 64 bits: top bit set (so a zero word never reads as a stamp while
+ *  positions stay below 2^63, centuries of traffic) and low bits clear (the kind goes there). */
+DEVTAP_HOST_DEVICE constexpr std::uint64_t stamp_key_from(std::uint64_t bits) {
+  return (bits | (std::uint64_t{1} << 63)) & ~stamp_kind_mask;
+}
+
 inline constexpr std::uint32_t end_of_stream_id = 0;
 // ring_consumer_side::closed, which only grows: taps stop at `ring_ending`; the end marker's own
 // claim stops only at `ring_reader_gone` (close.hpp).
@@ -58,8 +76,7 @@ inline constexpr std::uint32_t sticky_record_too_large = 1;  // a record over ma
 inline constexpr std::uint32_t sticky_ring_full = 2;         // overflow_policy::error met a full ring
 inline constexpr std::uint32_t sticky_stale_point = 4;       // a tap_point of another (or no) receiver
 inline constexpr std::uint64_t max_ring_capacity = std::uint64_t{1} << 31;
-// The largest record in any ring: its length word stays below the flag bits (a record of 2^30 bytes
-// would read as DISCARD).
+// The largest record in any ring (1 GiB - 8): a limit of the API, kept where the former length-word flags put it.
 inline constexpr std::uint64_t max_record_limit = (std::uint64_t{1} << 30) - 8;
 
 DEVTAP_HOST_DEVICE constexpr std::uint64_t align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
@@ -96,9 +113,13 @@ struct ring_view {
   ring_consumer_side* consumer = nullptr;
   std::byte* data = nullptr;
   std::uint64_t capacity = 0;  // power of two
+  std::uint64_t stamp_key = 0;  // stamp_key_from(random bits), drawn when the ring is allocated
 
   DEVTAP_HOST_DEVICE record_header* header_at(std::uint64_t pos) const {
     return reinterpret_cast<record_header*>(data + (pos & (capacity - 1)));
+  }
+  DEVTAP_HOST_DEVICE std::uint64_t stamp(std::uint64_t pos, std::uint64_t kind) const {
+    return stamp_at(stamp_key, pos, kind);
   }
   DEVTAP_HOST_DEVICE std::byte* payload_at(std::uint64_t pos) const {
     return data + (pos & (capacity - 1)) + sizeof(record_header);

@@ -17,6 +17,22 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
+/** A fresh stamp key for a ring (layout.hpp): different for every ring of the process and every run,
+ *  so neither a payload nor an earlier ring's bytes in reused memory can carry the stamps it expects.
+ *  Not a secret against code that reads the ring's view; unpredictable to data. */
+inline std::uint64_t new_stamp_key(const void* salt) noexcept {
+  static std::atomic<std::uint64_t> rings{0};
+  std::uint64_t x = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                    reinterpret_cast<std::uintptr_t>(salt) ^ (rings.fetch_add(1, std::memory_order_relaxed) << 48);
+  for (int round = 0; round < 2; ++round) {  // splitmix64's finalizer, twice: every input bit reaches every output bit
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+  }
+  return stamp_key_from(x);
+}
+
 /** A ring and the views of it: the host reader's, and the producers' (device pointers for CUDA). */
 struct ring_allocation {
   virtual ~ring_allocation() = default;
@@ -38,8 +54,8 @@ struct ring_allocation {
 };
 
 /** A ring entirely in ordinary host memory: the cpu backend's, and the tests'. The data is
- *  reserved, not touched: an anonymous private mapping is zero until written (the protocol's free
- *  space), so opening costs no memset and memory is committed only as records are written. */
+ *  reserved, not touched (an anonymous private mapping), so opening costs nothing per byte and memory
+ *  is committed only as records are written. */
 struct host_ring_allocation final : ring_allocation {
   explicit host_ring_allocation(std::uint64_t capacity) : capacity_(capacity) {
     producer_side_ = std::make_unique<ring_producer_side>();
@@ -50,9 +66,8 @@ struct host_ring_allocation final : ring_allocation {
     data_ = static_cast<std::byte*>(p);
 #else
     data_ = static_cast<std::byte*>(::operator new(capacity, std::align_val_t{64}));
-    std::memset(data_, 0, capacity);  // the protocol's invariant: free bytes are zero
 #endif
-    host = ring_view{producer_side_.get(), consumer_side_.get(), data_, capacity};
+    host = ring_view{producer_side_.get(), consumer_side_.get(), data_, capacity, new_stamp_key(data_)};
     producer = host;
   }
   ~host_ring_allocation() override {
@@ -63,7 +78,7 @@ struct host_ring_allocation final : ring_allocation {
 #endif
   }
 
-  /** Gives the data's pages back to the system (they read as zero again). Only once nobody reads the
+  /** Gives the data's pages back to the system. Only once nobody reads the
    *  ring; a late producer that still writes there only faults a page back in. */
   void release_memory() noexcept override {
 #if defined(__unix__)

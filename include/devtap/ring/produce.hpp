@@ -39,8 +39,8 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
     constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
     if (!tail.compare_exchange_weak(t, t + span, order, Atomics::relaxed)) continue;
     if (pad != 0)  // the wrap: the rest of the ring becomes one padding record (partner: inspect, read.hpp)
-      typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(t)->length)
-          .store(static_cast<std::uint32_t>(pad) | pad_flag, Atomics::release);
+      typename Atomics::template shared_ref<std::uint64_t>(ring.header_at(t)->stamp)
+          .store(ring.stamp(t, stamp_padding), Atomics::release);
     if (span == pad + bytes) {
       pos = t + pad;
       return true;
@@ -69,11 +69,11 @@ template <class Atomics>
 DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::uint32_t consumer_id,
                                std::uint64_t fingerprint, std::uint32_t payload_bytes) {
   record_header* h = ring.header_at(pos);
+  h->length = payload_bytes + static_cast<std::uint32_t>(sizeof(record_header));
   h->consumer_id = consumer_id;
   h->fingerprint = fingerprint;
-  // Release: the payload and the two words above before the length; partner: inspect's acquire load (read.hpp).
-  typename Atomics::template shared_ref<std::uint32_t>(h->length)
-      .store(payload_bytes + sizeof(record_header), Atomics::release);
+  // Release: the payload and the three words above before the stamp; partner: inspect's acquire load (read.hpp).
+  typename Atomics::template shared_ref<std::uint64_t>(h->stamp).store(ring.stamp(pos, stamp_record), Atomics::release);
   ring_sleeping_reader<Atomics>(ring);  // wake.hpp: the reader may have gone to sleep before this claim
 }
 
@@ -81,8 +81,10 @@ DEVTAP_HOST_DEVICE void commit(const ring_view& ring, std::uint64_t pos, std::ui
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uint64_t bytes) {
-  typename Atomics::template shared_ref<std::uint32_t>(ring.header_at(pos)->length)
-      .store(static_cast<std::uint32_t>(bytes) | discard_flag, Atomics::release);
+  record_header* h = ring.header_at(pos);
+  h->length = static_cast<std::uint32_t>(bytes);
+  // Release: the length before the stamp; partner: inspect's acquire load (read.hpp).
+  typename Atomics::template shared_ref<std::uint64_t>(h->stamp).store(ring.stamp(pos, stamp_discard), Atomics::release);
 }
 
 /** Adds records a producer did not write to the ring's drop counters (host memory). */

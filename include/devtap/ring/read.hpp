@@ -5,7 +5,6 @@
 #include <devtap/ring/wake.hpp>
 
 #include <atomic>
-#include <cstring>
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
@@ -14,10 +13,12 @@ enum class record_kind { empty, data, skip, malformed };
 
 struct record_ref {
   record_kind kind = record_kind::empty;
-  const record_header* header = nullptr;
+  const record_header* header = nullptr;  // for `data`: all its words; otherwise only the stamp is certain
   const std::byte* payload = nullptr;
   std::uint32_t payload_bytes = 0;
-  std::uint64_t bytes = 0;  // ring bytes the record takes
+  std::uint64_t bytes = 0;       // ring bytes the record takes (`malformed`: the room left when its header cannot fit)
+  std::uint64_t stamp_kind = 0;  // for `malformed`: what its stamp said (a stamp_kind, or an unknown one)
+  std::uint32_t length = 0;      // for `malformed`: its length word (0 where it was not read)
 };
 
 /** Classifies the record at `pos`. Reads only inside the ring, whatever the bytes say (fuzzed). */
@@ -25,22 +26,21 @@ inline record_ref inspect(const ring_view& ring, std::uint64_t pos,
                           std::memory_order order = std::memory_order_acquire) {
   record_header* h = ring.header_at(pos);
   // Acquire: partner of commit's (and abort's, and the padding's) release store (produce.hpp).
-  const std::uint32_t word = std::atomic_ref<std::uint32_t>(h->length).load(order);
-  if (word == 0) return {};
-  const std::uint64_t offset = pos & (ring.capacity - 1);
-  const std::uint64_t room = ring.capacity - offset;
-  const std::uint64_t n = word & length_mask;
-  if (word & pad_flag) {  // padding runs exactly to the end of the ring
-    if ((word & discard_flag) || n != room) return {record_kind::malformed, h};
-    return {record_kind::skip, h, nullptr, 0, n};
-  }
-  if (word & discard_flag) {
-    if (n < sizeof(record_header) || n % 8 != 0 || n > room) return {record_kind::malformed, h};
+  const std::uint64_t kind = std::atomic_ref<std::uint64_t>(h->stamp).load(order) ^ ring.stamp(pos, stamp_record);
+  if (kind > stamp_kind_mask) return {};  // another lap's bytes, or never written: not committed yet
+  const std::uint64_t room = ring.capacity - (pos & (ring.capacity - 1));
+  if (kind == stamp_padding) return {record_kind::skip, h, nullptr, 0, room};  // only the stamp was written
+  if (kind != stamp_record && kind != stamp_discard) return {record_kind::malformed, h, nullptr, 0, 0, kind};
+  if (room < sizeof(record_header)) return {record_kind::malformed, h, nullptr, 0, room, kind};  // its header cannot fit
+  const std::uint64_t n = h->length;
+  if (kind == stamp_discard) {
+    if (n < sizeof(record_header) || n % 8 != 0 || n > room)
+      return {record_kind::malformed, h, nullptr, 0, 0, kind, h->length};
     return {record_kind::skip, h, nullptr, 0, n};
   }
   const std::uint64_t bytes = align8(n);
   if (n < sizeof(record_header) || bytes > max_record_bytes(ring.capacity) || bytes > room)
-    return {record_kind::malformed, h};
+    return {record_kind::malformed, h, nullptr, 0, 0, kind, h->length};
   return {record_kind::data, h, ring.payload_at(pos), static_cast<std::uint32_t>(n - sizeof(record_header)), bytes};
 }
 
@@ -55,17 +55,9 @@ public:
     return inspect(ring_, head_, order);
   }
 
-  /** Frees `rec` (the one `peek` returned): zeroes its bytes, so free space stays all-zero. */
+  /** Frees `rec` (the one `peek` returned): moves the private head past it. Its bytes stay as they
+   *  are (stamps tell laps apart); producers see the space once publish() runs. */
   void release(const record_ref& rec) noexcept {
-    auto* bytes = reinterpret_cast<std::byte*>(const_cast<record_header*>(rec.header));
-    if (rec.header->length & pad_flag)
-      std::memset(bytes, 0, 8);  // only its length word was written
-    else if (rec.bytes <= 32)  // small records are most records: two fixed-size stores, no memset call
-      std::memset(bytes, 0, 16), std::memset(bytes + rec.bytes - 16, 0, 16);
-    else if (rec.bytes <= 64)
-      std::memset(bytes, 0, 32), std::memset(bytes + rec.bytes - 32, 0, 32);
-    else
-      std::memset(bytes, 0, rec.bytes);
     head_ += rec.bytes;
     // Publishing per record would bounce the head's cache line for every tap; a quarter of
     // the ring keeps producers supplied, and publish() runs whenever the ring looks empty.
