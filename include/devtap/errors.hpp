@@ -2,6 +2,7 @@
 /** The exceptions devtap throws. None of them is thrown from a destructor. */
 #include <devtap/config.hpp>
 
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,29 @@ public:
 
 private:
   std::vector<consumer_failure> failures_;
+};
+
+/** Why a call (`cpu_context::call`, `outfeed::call`) got no answer from its handler. */
+enum class call_errc : std::uint32_t {
+  none = 0,           ///< answered
+  handler_failed = 1, ///< the handler threw (its message: call_error::what(), and close() reports it)
+  closed = 2,         ///< the receiver closed, or gave up on the device, before answering
+  no_handler = 3,     ///< a call_point of another receiver, of a closed one, or of none
+  type_mismatch = 4,  ///< the handler behind the point takes or returns other types
+  too_large = 5,      ///< the request is larger than the device's ring takes
+  ring_full = 6,      ///< overflow_policy drop or error met a full ring: the request was not sent
+  reentrant = 7,      ///< called from a handler or consumer of the same device, which would wait for itself
+  kernels_only = 8,   ///< the host called through a CUDA device's outfeed (only its kernels may)
+};
+
+/** A call from cpu device work got no answer: the handler threw, the receiver closed, ... */
+class call_error : public std::runtime_error {
+public:
+  call_error(call_errc code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  call_errc code() const noexcept { return code_; }
+
+private:
+  call_errc code_;
 };
 
 /** A close or flush did not finish within its timeout; names the devices that did not finish. */

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -47,6 +48,12 @@ struct producer_rec {
 
 // ---- compile-only: the device taps for each kind of value -----------------------------------
 
+template <class Req>
+__global__ void call_kernel(devtap::outfeed out, devtap::call_point<Req, point3> p, Req request, float* got) {
+  const devtap::call_result<point3> r = out.call(p, request);
+  *got = r.ok() ? r->x : -1.0f;
+}
+
 template <class T>
 __global__ void tap_kernel(devtap::outfeed out, devtap::tap_point<T> p, T v) {
   out.tap(p, v);
@@ -63,6 +70,8 @@ void instantiate(const devtap::outfeed& out, const T& v) {
 }
 
 HARNESS_CASE(device_taps_compile) {
+  const void* call = reinterpret_cast<const void*>(&call_kernel<with_span>);  // device_call compiled for the GPU
+  CHECK(call != nullptr);
   const devtap::outfeed out{};
   const double xs[3] = {1, 2, 3};
   instantiate(out, std::uint8_t{1});
@@ -247,6 +256,73 @@ HARNESS_CASE(blocked_producers_resume) {
   for (auto& t : threads) t.join();
   CHECK_EQ(received, producers * per_producer);
   CHECK_EQ(bad, 0u);
+}
+
+HARNESS_CASE(calls_through_cuda_atomics) {
+  // device_call, the kernels' call, run by host threads: reply slots from the taken bits, the request
+  // through the ring, the answer awaited with the device's back-off. A hand-written reader answers
+  // as the receiver's handler would (answer_call). More callers than slots: some wait for a slot.
+  d::host_ring_allocation mem(4096);
+  const devtap::outfeed out(mem.producer, devtap::overflow_policy::block, "gpu-test", true, 7);
+  const devtap::call_point<point3, std::uint64_t> point{5 | d::call_id_flag, devtap::call_fingerprint_v<point3, std::uint64_t>, 7};
+  constexpr std::uint32_t callers = d::reply_slot_count + 16, per_caller = 40;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint32_t> answered{0}, bad_requests{0};
+  std::thread reader_thread([&] {
+    d::ring_reader reader(mem.host);
+    while (!stop.load()) {
+      const d::record_ref rec = reader.peek();
+      if (rec.kind == d::record_kind::empty) {
+        reader.publish();
+        std::this_thread::yield();
+        continue;
+      }
+      if (rec.kind == d::record_kind::data) {
+        d::call_request request{};
+        point3 p{};
+        std::memcpy(&request, rec.payload, sizeof request);
+        if (rec.header->consumer_id != point.id || rec.header->fingerprint != point.fingerprint ||
+            !d::decode(rec.payload + sizeof request, rec.payload_bytes - sizeof request, p))
+          ++bad_requests;
+        const std::uint64_t reply = static_cast<std::uint64_t>(p.x) * 1000 + static_cast<std::uint64_t>(p.y);
+        d::answer_call(mem.host, request, devtap::call_errc::none, &reply, sizeof reply);
+        ++answered;
+      }
+      reader.release(rec);
+    }
+  });
+  std::atomic<std::uint32_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (std::uint32_t c = 0; c < callers; ++c)
+    threads.emplace_back([&, c] {
+      for (std::uint32_t i = 0; i < per_caller; ++i) {
+        const auto r = d::device_call(out, point, point3{float(c), float(i), 0});
+        if (!r.ok() || *r != std::uint64_t{c} * 1000 + i) ++wrong;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK_EQ(wrong.load(), 0u);
+  CHECK_EQ(answered.load(), callers * per_caller);
+  CHECK_EQ(bad_requests.load(), 0u);
+  // Every slot was given back.
+  for (std::uint32_t w = 0; w < d::reply_slot_count / 32; ++w) CHECK_EQ(mem.host.producer->reply_slots_taken[w], 0u);
+  stop = true;
+  reader_thread.join();
+
+  // Refusals come back as codes, with nothing sent: a point of another receiver, a request too large.
+  const devtap::call_point<point3, std::uint64_t> foreign{5 | d::call_id_flag, point.fingerprint, 8};
+  CHECK(d::device_call(out, foreign, point3{}).error() == devtap::call_errc::no_handler);
+  const devtap::call_point<std::array<std::uint8_t, 5000>, int> huge{6 | d::call_id_flag, 1, 7};
+  CHECK(d::device_call(out, huge, std::array<std::uint8_t, 5000>{}).error() == devtap::call_errc::too_large);
+  CHECK_EQ(mem.host.consumer->sticky_error, d::sticky_stale_point | d::sticky_record_too_large);
+
+  // The reader gone while a call waits: the call returns `closed` instead of waiting for ever.
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    d::close_ring(mem.host, d::ring_reader_gone);
+  });
+  CHECK(d::device_call(out, point, point3{1, 2, 3}).error() == devtap::call_errc::closed);
+  closer.join();
 }
 
 HARNESS_CASE(strided_copy_matches_the_codec) {

@@ -7,6 +7,7 @@
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
 #include <devtap/ring/memory.hpp>
+#include <devtap/tap/call_point.hpp>
 #include <devtap/tap/outfeed.hpp>
 #include <devtap/tap/tap_point.hpp>
 
@@ -42,6 +43,13 @@ public:
    * Throws `outfeed_error` when no receiver is attached (it never blocks forever). */
   template <class T>
   void tap(const tap_point<T>& point, const T& value) const;
+
+  /** Asks the handler behind `point` (receiver::serve) and blocks this device's thread until its
+   *  answer. The handler sees every tap this work made before the call. Throws `call_error` when
+   *  there is no answer: the handler threw (its message), the receiver closed or gave up on the
+   *  device, the point is not served here, or the types differ (docs/call.md). */
+  template <class Req, class Rep>
+  Rep call(const call_point<Req, Rep>& point, const Req& request) const;
 
 private:
   cpu_device* device_;
@@ -126,6 +134,14 @@ private:
 template <class T>
 void cpu_context::tap(const tap_point<T>& point, const T& value) const {
   device_->attached_outfeed("tap").tap(point, value);
+}
+
+template <class Req, class Rep>
+Rep cpu_context::call(const call_point<Req, Rep>& point, const Req& request) const {
+  std::string message;
+  const call_result<Rep> result = detail::host_call(device_->attached_outfeed("call"), point, request, &message);
+  if (!result.ok()) throw call_error(result.error(), message);
+  return *result;
 }
 
 /** The cpu backend's client: owns its devices; destroying it drains and joins their threads. */

@@ -157,7 +157,8 @@ std::optional<T> decode_value(const std::byte* payload, std::size_t size) {
 
 /** One attached consumer. `deliver` and `finish` for a device are called from that device's thread only. */
 struct consumer_entry {
-  consumer_entry(std::uint64_t fingerprint_, std::string name_) : fingerprint(fingerprint_), name(std::move(name_)) {}
+  consumer_entry(std::uint64_t fingerprint_, std::string name_, bool answers_calls_ = false)
+      : fingerprint(fingerprint_), name(std::move(name_)), answers_calls(answers_calls_) {}
   virtual ~consumer_entry() = default;
   /** Decodes and hands over one record; throws what the consumer threw. */
   virtual delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) = 0;
@@ -166,6 +167,7 @@ struct consumer_entry {
 
   const std::uint64_t fingerprint;
   const std::string name;
+  const bool answers_calls;  // a call handler (receiver::serve): its records are calls, answered in their slot
 };
 
 /** A coroutine per device, or a single instance shared by all devices. It keeps the factory

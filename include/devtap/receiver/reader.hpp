@@ -119,11 +119,19 @@ private:
   bool refresh_table();
 
   consumer_entry* lookup(std::uint32_t id) {
+    id &= ~call_id_flag;  // a handler's calls carry the flag; its table index does not
     if (id - 1 < table_.size() || (refresh_table() && id - 1 < table_.size())) return table_[id - 1].get();
     return nullptr;
   }
 
   void dispatch(const record_ref& rec);
+
+  // A call no handler answers (none, or of other types): answered with `error`, so its caller
+  // fails at once instead of waiting for ever.
+  void refuse_call(const record_ref& rec, call_errc error, std::string_view why);
+
+  // The reader's last act, however it stops: no answer comes after it, so waiting callers give up.
+  void end_answers();
 
   void end_stream();
 

@@ -27,6 +27,7 @@ DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std
 
 DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
   std::stop_callback wake_on_stop(stop, [this] { wake_reader(stream_.ring->host); });
+  ring_read_here = stream_.ring->host.consumer;  // a tap or call from a consumer into this ring must not wait (wake.hpp)
   const bool can_sleep = stream_.ring->producers_wake_reader;
   unsigned idle = 0;
   auto idle_since = std::chrono::steady_clock::now();
@@ -104,18 +105,33 @@ DEVTAP_FUNC bool device_reader::refresh_table() {
   return true;
 }
 
+DEVTAP_FUNC void device_reader::refuse_call(const record_ref& rec, call_errc error, std::string_view why) {
+  call_request request;
+  if (rec.payload_bytes < sizeof request) return;  // not a call's shape: nowhere to answer
+  std::memcpy(&request, rec.payload, sizeof request);
+  if (request.slot < reply_slot_count) answer_call(stream_.ring->host, request, error, why.data(), why.size());
+}
+
+DEVTAP_FUNC void device_reader::end_answers() {
+  close_ring(stream_.ring->host, ring_reader_gone);  // first: a caller woken below must see it
+  wake_callers(stream_.ring->host);
+}
+
 DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
   const std::uint32_t id = rec.header->consumer_id;
+  const bool is_call = (id & call_id_flag) != 0;
   consumer_entry* entry = lookup(id);
   if (entry == nullptr) {
     add_owned(stream_.unknown_ids, 1);
+    if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
     if (stream_.unknown_by_id[id]++ == 0)
       log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
           state_.name, id, stream_.device_name);
     return;
   }
   delivery result = delivery::mismatch;
-  if (rec.header->fingerprint == entry->fingerprint) {
+  const bool fits = rec.header->fingerprint == entry->fingerprint && entry->answers_calls == is_call;
+  if (fits) {
     try {
       result = entry->deliver(stream_.index, *stream_.dev, rec.payload, rec.payload_bytes);
     } catch (...) {
@@ -131,6 +147,10 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
       break;
     case delivery::mismatch:
       add_owned(stream_.mismatches, 1);
+      if (is_call && !fits)  // (else the handler answered it)
+        refuse_call(rec, call_errc::type_mismatch,
+                    entry->answers_calls ? "the handler behind this call_point takes or returns other types"
+                                         : "this point is a consumer's, not a handler's");
       if (stream_.mismatch_by_id[id]++ == 0)
         log(log_level::error,
             "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
@@ -157,6 +177,7 @@ DEVTAP_FUNC void device_reader::end_stream() {
     }
   }
   stream_.consumed.store(reader_.position(), std::memory_order_release);
+  end_answers();
   log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
   state_.mark_finished(stream_);
 }
@@ -170,6 +191,7 @@ DEVTAP_FUNC void device_reader::count_lost() {
     reader_.release(rec);
   }
   reader_.publish();
+  end_answers();
   stream_.lost_at_close.store(lost, std::memory_order_relaxed);
   if (lost != 0)
     log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
@@ -198,7 +220,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
   stream_.failure = "malformed record on device '" + stream_.device_name + "' at ring offset " +
                     std::to_string(reader_.offset()) + " (" + describe_malformed(rec) + "): its stream was stopped" + left;
   log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
-  close_ring(stream_.ring->host, ring_reader_gone);  // blocked producers must not wait for a stopped reader
+  end_answers();  // blocked producers and waiting callers must not wait for a stopped reader
   publish_progress();
   state_.mark_finished(stream_);
 }
@@ -208,6 +230,7 @@ DEVTAP_FUNC void abandon(device_stream& stream) {
   stream.thread.request_stop();
   close_ring(stream.ring->host, ring_reader_gone);
   wake_reader(stream.ring->host);
+  wake_callers(stream.ring->host);  // even while the reader is still inside a handler
 }
 
 DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,

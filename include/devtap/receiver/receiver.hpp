@@ -9,6 +9,7 @@
 #include <devtap/detail/text.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
+#include <devtap/receiver/call_entry.hpp>
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
 #include <devtap/receiver/open_receivers.hpp>
@@ -65,6 +66,20 @@ public:
     return attach_impl<T>(std::move(fn), true, std::move(name));
   }
 
+  /** Serves calls: device code asks with `ctx.call(point, request)` (cpu) or `out.call(point,
+   *  request)` (CUDA, host threads) and gets `fn`'s answer. `fn` takes `const Req&` (optionally
+   *  followed by `const device&`) and returns a Rep; it runs on the device's reader thread, after
+   *  every record the caller made before the call. Calls from different devices may run at once. */
+  template <class Req, class Rep, class Fn>
+  call_point<Req, Rep> serve(Fn fn, std::string name = {}) {
+    return serve_impl<Req, Rep>(std::move(fn), false, std::move(name));
+  }
+  /** As above, with calls from every device run one at a time. */
+  template <class Req, class Rep, class Fn>
+  call_point<Req, Rep> serve(Fn fn, shared_t, std::string name = {}) {
+    return serve_impl<Req, Rep>(std::move(fn), true, std::move(name));
+  }
+
   /** The producer handle of `dev` (host threads tap through it; CUDA kernels take it as an argument). */
   devtap::outfeed outfeed(const device& dev) const { return stream_of(dev).out; }
 
@@ -109,6 +124,21 @@ private:
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);
     return tap_point<T>{id, type_fingerprint_v<T>, state_->id};
+  }
+
+  template <class Req, class Rep, class Fn>
+  call_point<Req, Rep> serve_impl(Fn fn, bool one_at_a_time, std::string name) {
+    static_assert(detail::check_handler<Req, Rep, Fn>());  // one message at the user's line
+    if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: serve() on receiver '" + state_->name + "' after close()");
+    std::vector<detail::ring_view> rings;
+    for (const auto& stream : state_->streams) rings.push_back(stream->ring->host);
+    std::lock_guard lock(state_->table_mutex);
+    const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
+    if (name.empty()) name = "handler#" + std::to_string(id);
+    state_->entries.push_back(
+        std::make_shared<detail::call_entry<Req, Rep, Fn>>(std::move(name), std::move(fn), one_at_a_time, std::move(rings)));
+    state_->table_version.fetch_add(1, std::memory_order_release);
+    return call_point<Req, Rep>{id | detail::call_id_flag, call_fingerprint_v<Req, Rep>, state_->id};
   }
 
   // Where a wait for the streams would wait for itself: a device's own work (close, barrier, or the

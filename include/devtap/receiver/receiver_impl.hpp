@@ -206,6 +206,7 @@ DEVTAP_FUNC receiver_stats receiver::stats() const {
     auto* words = stream->ring->host.consumer;
     d.dropped_records = std::atomic_ref<std::uint64_t>(words->dropped_records).load(std::memory_order_relaxed);
     d.dropped_bytes = std::atomic_ref<std::uint64_t>(words->dropped_bytes).load(std::memory_order_relaxed);
+    d.call_slot_waits = std::atomic_ref<std::uint64_t>(words->reply_slot_waits).load(std::memory_order_relaxed);
     if (stream->finished.load(std::memory_order_acquire) && !stream->failure.empty()) {
       d.stream_failed = true;
       d.failure = stream->failure;

@@ -33,13 +33,20 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   if (std::string sticky = sticky_error_text(stream); !sticky.empty())
     failures.push_back({stream.device_name, "(device)", std::move(sticky), {}});
   if (!reader_done) return;
-  for (const auto& [id, count] : stream.unknown_by_id)
-    failures.push_back({stream.device_name, "#" + std::to_string(id),
-                        std::to_string(count) + " record(s) for unknown consumer id " + std::to_string(id) + " skipped",
-                        {}});
-  for (const auto& [id, count] : stream.mismatch_by_id)
-    failures.push_back({stream.device_name, id - 1 < entries.size() ? entries[id - 1]->name : "#" + std::to_string(id),
-                        std::to_string(count) + " record(s) that do not match the consumer's type skipped", {}});
+  for (const auto& [id, count] : stream.unknown_by_id) {
+    const std::string what = (id & call_id_flag) ? "call(s) for unknown handler id " + std::to_string(id & ~call_id_flag) +
+                                                       " refused (answered call_errc::no_handler)"
+                                                 : "record(s) for unknown consumer id " + std::to_string(id) + " skipped";
+    failures.push_back({stream.device_name, "#" + std::to_string(id & ~call_id_flag), std::to_string(count) + " " + what, {}});
+  }
+  for (const auto& [id, count] : stream.mismatch_by_id) {
+    const std::uint32_t index = (id & ~call_id_flag) - 1;
+    const std::string what = (id & call_id_flag) ? " call(s) whose types do not match the handler's refused (answered "
+                                                   "call_errc::type_mismatch)"
+                                                 : " record(s) that do not match the consumer's type skipped";
+    failures.push_back({stream.device_name, index < entries.size() ? entries[index]->name : "#" + std::to_string(id & ~call_id_flag),
+                        std::to_string(count) + what, {}});
+  }
 }
 
 }  // namespace detail

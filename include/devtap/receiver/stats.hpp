@@ -20,6 +20,7 @@ struct device_stats {
   std::uint64_t consumer_errors = 0;  ///< records a consumer threw on, and later ones it then missed
   std::uint64_t ignored = 0;          ///< records for a consumer coroutine that had already returned
   std::uint64_t lost_at_close = 0;    ///< records in the ring when close() gave up on the device (timeout)
+  std::uint64_t call_slot_waits = 0;  ///< calls that found every reply slot of the device in use and waited for one
   bool stream_failed = false;         ///< a malformed record stopped this device's stream
   std::string failure;                ///< why, with the ring offset
 };
@@ -35,6 +36,7 @@ struct receiver_stats {
       t.records += d.records, t.bytes += d.bytes, t.dropped_records += d.dropped_records;
       t.dropped_bytes += d.dropped_bytes, t.unknown_ids += d.unknown_ids, t.type_mismatches += d.type_mismatches;
       t.consumer_errors += d.consumer_errors, t.ignored += d.ignored, t.lost_at_close += d.lost_at_close;
+      t.call_slot_waits += d.call_slot_waits;
       t.stream_failed = t.stream_failed || d.stream_failed;
     }
     return t;

@@ -90,9 +90,31 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t max_record_bytes(std::uint64_t capaci
   return capacity < max_record_limit ? capacity : max_record_limit;
 }
 
+// Calls (ring/call.hpp): each device has reply_slot_count slots for answers, in the consumer side.
+inline constexpr std::uint32_t reply_slot_count = 64;
+inline constexpr std::uint32_t reply_slot_bytes = 256;
+
+struct reply_slot_header {
+  std::uint32_t answered = 0;       // the commit word of an answer: the sequence of the call it answers
+  std::uint32_t status = 0;         // call_errc of that answer
+  std::uint32_t length = 0;         // bytes of the reply (or of the failure's message) in `reply`
+  std::uint32_t caller_sleeps = 0;  // a host caller waits on `bell`: the answer must ring it
+  std::uint32_t bell = 0;           // bumped and notified by such an answer, and when the reader goes
+  std::uint32_t unused[3] = {};
+};
+/** The largest reply a call can carry (a failure's message is cut to it). */
+inline constexpr std::uint32_t max_reply_bytes = reply_slot_bytes - sizeof(reply_slot_header);
+
+struct alignas(64) reply_slot {  // host memory (pinned and mapped for CUDA): the host writes, the caller reads
+  reply_slot_header header;
+  std::byte reply[max_reply_bytes] = {};
+};
+static_assert(sizeof(reply_slot) == reply_slot_bytes);
+
 struct ring_producer_side {                // cpu: host memory; CUDA: device memory
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
+  alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
 };
 
 struct ring_consumer_side {                   // host memory (pinned and mapped for CUDA)
@@ -106,6 +128,8 @@ struct ring_consumer_side {                   // host memory (pinned and mapped 
   std::uint32_t sticky_detail = 0;            // e.g. the size of the refused record
   std::uint64_t dropped_records = 0;          // `drop` policy: what producers did not write
   std::uint64_t dropped_bytes = 0;
+  std::uint64_t reply_slot_waits = 0;         // calls that found every reply slot taken and waited
+  reply_slot replies[reply_slot_count] = {};  // answers to calls, one slot per call in flight
 };
 
 struct ring_view {

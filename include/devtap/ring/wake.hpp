@@ -30,6 +30,11 @@ DEVTAP_HOST_DEVICE inline void cpu_relax() noexcept {
 #endif
 }
 
+/** The ring this thread reads (set by a receiver's reader thread for its ring), or null. A tap or a
+ *  call from there into that same ring must not wait for space or for an answer: only this thread
+ *  would provide them. */
+inline thread_local const ring_consumer_side* ring_read_here = nullptr;
+
 /** Wakes the reader unconditionally (stop, close, a CUDA device done): partner of reader_sleep. */
 inline void wake_reader(const ring_view& ring) noexcept {
   std::atomic_ref<std::uint32_t> bell(ring.consumer->doorbell);

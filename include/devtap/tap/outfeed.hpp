@@ -7,13 +7,19 @@
 #include <devtap/detail/text.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/call.hpp>
 #include <devtap/ring/produce.hpp>
+#include <devtap/tap/call_point.hpp>
 #include <devtap/tap/codec.hpp>
 #include <devtap/tap/tap_point.hpp>
 
 #include <bit>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
+#include <thread>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -29,6 +35,12 @@ public:
   /** Sends `value` to the consumer behind `point`. Host: may block (policy `block`) or throw. */
   template <class T>
   DEVTAP_HOST_DEVICE void tap(const tap_point<T>& point, const T& value) const;
+
+  /** Asks the handler behind `point` (receiver::serve) and waits for its answer. The request travels
+   *  through the ring like a tap, after this thread's earlier taps. Never throws for the call's own
+   *  failures: the result says why there is no answer (docs/call.md). Host threads and CUDA threads. */
+  template <class Req, class Rep>
+  DEVTAP_HOST_DEVICE call_result<Rep> call(const call_point<Req, Rep>& point, const Req& request) const;
 
   /** True when this handle refers to a ring. */
   DEVTAP_HOST_DEVICE explicit operator bool() const noexcept { return ring_.data != nullptr; }
@@ -56,6 +68,10 @@ namespace detail {
  *  <devtap/receiver.hpp> include in a .cu file. */
 template <class T>
 __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value);
+/** The call of a CUDA thread: defined in devtap/cuda/call.cuh. */
+DEVTAP_NO_EXEC_CHECK
+template <class Req, class Rep>
+DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_point<Req, Rep>& point, const Req& request);
 #endif
 
 [[noreturn]] void throw_closed(const char* device_name);
@@ -77,6 +93,11 @@ inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t r
 
 [[noreturn]] void throw_full(const outfeed& out);
 
+[[noreturn]] void throw_waits_for_itself(const outfeed& out);
+
+/** What a host call that failed with `error` says (`slot_text`: the handler's message, if any). */
+std::string describe_call_failure(const outfeed& out, call_errc error, std::string_view slot_text);
+
 /** True once close_ring (ring/close.hpp) ran: acquire, its partner's store is seq_cst. */
 inline bool ring_closed(const ring_view& ring) noexcept {
   return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open;
@@ -93,7 +114,9 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // claims and starve the end marker's (a plain load of a line written only at close).
   if (ring_closed(ring)) throw_closed(out.device_name());
   std::uint64_t pos;
-  switch (claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos)) {
+  // A consumer or handler of this very ring must not wait for space: only its own thread frees it.
+  const bool waits_for_itself = out.policy() == overflow_policy::block && ring_read_here == ring.consumer;
+  switch (claim<host_atomics, host_wait>(ring, bytes, waits_for_itself ? overflow_policy::error : out.policy(), pos)) {
     case claim_status::claimed:
       break;
     case claim_status::dropped:
@@ -101,6 +124,7 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
       count_dropped<host_atomics>(ring, 1, bytes);
       return;
     case claim_status::full:
+      if (waits_for_itself) throw_waits_for_itself(out);
       // Counted and reported by close() too: the device work's future may never be looked at.
       account_unwritten<host_atomics>(ring, claim_status::full, 1, bytes);
       throw_full(out);
@@ -115,7 +139,74 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
 }
 
+/** The call of a host thread: refusals first, then a reply slot, the request, the wait, the answer.
+ *  `message` (if given) receives what a failure says. */
+template <class Req, class Rep>
+call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point, const Req& request,
+                           std::string* message) {
+  auto fail = [&](call_errc error, std::string_view slot_text = {}) {
+    if (message != nullptr) *message = describe_call_failure(out, error, slot_text);
+    return call_result<Rep>(error);
+  };
+  const ring_view& ring = out.ring();
+  if (!out.host_can_produce()) return fail(call_errc::kernels_only);
+  if ((point.id & call_id_flag) == 0 || point.receiver == 0 || point.receiver != out.receiver_id())
+    return fail(call_errc::no_handler);
+  if (ring_closed(ring)) return fail(call_errc::closed);
+  if (ring_read_here == ring.consumer) return fail(call_errc::reentrant);
+  const std::uint64_t payload = sizeof(call_request) + encoded_size(request);
+  const std::uint64_t bytes = record_bytes(payload);
+  if (bytes > max_record_bytes(ring.capacity)) return fail(call_errc::too_large);
+
+  std::uint32_t slot = 0;
+  for (unsigned attempt = 0; !try_take_reply_slot<host_atomics>(ring, slot); ++attempt) {
+    if (attempt == 0)  // every slot is held by a call in flight: wait for one, and count that this call did
+      std::atomic_ref<std::uint64_t>(ring.consumer->reply_slot_waits).fetch_add(1, std::memory_order_relaxed);
+    if (ring_closed(ring)) return fail(call_errc::closed);
+    if (attempt < 64) cpu_relax();
+    else if (attempt < 128) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  const std::uint32_t sequence = next_call_sequence<host_atomics>(ring, slot);
+  std::uint64_t pos;
+  const claim_status status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
+  if (status != claim_status::claimed || ring_closed(ring)) {
+    if (status == claim_status::claimed) abort<host_atomics>(ring, pos, bytes);  // after the end marker's claim
+    else if (status != claim_status::closed) account_unwritten<host_atomics>(ring, status, 1, bytes);
+    give_back_reply_slot<host_atomics>(ring, slot);
+    return fail(status == claim_status::dropped || status == claim_status::full ? call_errc::ring_full : call_errc::closed);
+  }
+  const call_request header{slot, sequence};
+  std::memcpy(ring.payload_at(pos), &header, sizeof header);
+  encode(request, ring.payload_at(pos) + sizeof header);
+  commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  // The reader gone before answering: the slot stays taken (the ring is finished; a late answer from a
+  // handler still running may land in it).
+  if (!host_await_answer(ring, slot, sequence)) return fail(call_errc::closed);
+  const call_answer answer = read_answer(ring, slot);
+  call_result<Rep> result(answer.status);
+  if (answer.status == call_errc::none) {
+    Rep value;
+    std::memcpy(static_cast<void*>(&value), answer.bytes, sizeof(Rep));  // serve() checked the sizes agree
+    result = call_result<Rep>(value);
+  } else if (message != nullptr) {
+    *message = describe_call_failure(out, answer.status,
+                                     std::string_view(reinterpret_cast<const char*>(answer.bytes), answer.length));
+  }
+  give_back_reply_slot<host_atomics>(ring, slot);
+  return result;
+}
+
 }  // namespace detail
+
+template <class Req, class Rep>
+DEVTAP_HOST_DEVICE call_result<Rep> outfeed::call(const call_point<Req, Rep>& point, const Req& request) const {
+#if defined(__CUDA_ARCH__)
+  return detail::device_call(*this, point, request);  // devtap/cuda/call.cuh
+#else
+  return detail::host_call(*this, point, request, nullptr);
+#endif
+}
 
 template <class T>
 DEVTAP_HOST_DEVICE void outfeed::tap(const tap_point<T>& point, const T& value) const {

@@ -42,6 +42,42 @@ namespace detail {
                       describe_bytes(out.ring().capacity) + "; overflow_policy::error)");
 }
 
+[[noreturn]] DEVTAP_FUNC void throw_waits_for_itself(const outfeed& out) {
+  throw outfeed_error(std::string("devtap: a consumer or handler of device '") + out.device_name() +
+                      "' tapped into that device's full ring: it would wait for space that only its own thread "
+                      "frees (nothing was written; tap from another thread, or use overflow_policy::drop)");
+}
+
+DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc error, std::string_view slot_text) {
+  const std::string device = std::string("device '") + out.device_name() + "'";
+  switch (error) {
+    case call_errc::none:
+      return {};
+    case call_errc::handler_failed:
+      return "devtap: call on " + device + ": the handler threw: " + std::string(slot_text);
+    case call_errc::closed:
+      return "devtap: call on " + device + ": its receiver closed (or gave up on the device) before answering";
+    case call_errc::no_handler:
+      return "devtap: call on " + device + " through a call_point that no open receiver of this device serves" +
+             (slot_text.empty() ? std::string() : ": " + std::string(slot_text));
+    case call_errc::type_mismatch:
+      return "devtap: call on " + device + ": " +
+             (slot_text.empty() ? std::string("the handler takes or returns other types") : std::string(slot_text));
+    case call_errc::too_large:
+      return "devtap: call on " + device + ": the request is larger than the device's ring takes (" +
+             describe_bytes(max_record_bytes(out.ring().capacity) - sizeof(record_header) - 8) + ")";
+    case call_errc::ring_full:
+      return "devtap: call on " + device + ": its ring is full (overflow_policy::" +
+             (out.policy() == overflow_policy::drop ? "drop" : "error") + "); the request was not sent";
+    case call_errc::reentrant:
+      return "devtap: call on " + device + " from a consumer or handler of that same device: it would wait for "
+             "itself (call from another thread)";
+    case call_errc::kernels_only:
+      return "devtap: call on " + device + " from the host: only its own kernels call through it";
+  }
+  return "devtap: call on " + device + " failed (code " + std::to_string(static_cast<unsigned>(error)) + ")";
+}
+
 }  // namespace detail
 
 DEVTAP_END_NAMESPACE

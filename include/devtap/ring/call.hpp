@@ -1,0 +1,177 @@
+#pragma once
+/** Calls: device code asks the host and waits for the answer. The request is a ring record like a
+ *  tap (produce.hpp), so its handler sees it after every record its caller made before it; the
+ *  answer comes back through a reply slot the receiver's ring owns (layout.hpp), never through the
+ *  caller's stack: a caller that gives up leaves nothing behind that the host could write into.
+ *
+ *   caller:  try_take_reply_slot (a free bit of reply_slots_taken, CAS)
+ *            -> record {call_request{slot, sequence}, request} -> commit
+ *            -> await the slot's `answered` == sequence (host_await_answer / device_await_answer),
+ *               or the reader gone (answers_ended): then there will be no answer
+ *            -> read status, length, reply -> give_back_reply_slot
+ *   reader:  the record reaches the handler in ring order -> answer_call: reply, status, length,
+ *            then `answered` = sequence (release), then the bell if the caller sleeps
+ *
+ * The host never does a read-modify-write on a word a GPU changes (PCIe has no host-memory atomics
+ * here): the taken bits are the callers' alone (device memory for CUDA), `answered` the host's. */
+#include <devtap/errors.hpp>
+#include <devtap/ring/layout.hpp>
+#include <devtap/ring/wake.hpp>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** The first bytes of a call record's payload; the encoded request follows. */
+struct call_request {
+  std::uint32_t slot;      // the reply slot its caller holds
+  std::uint32_t sequence;  // what the slot's `answered` becomes when it is answered
+};
+static_assert(sizeof(call_request) == 8);
+
+DEVTAP_HOST_DEVICE inline unsigned lowest_clear_bit(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned>(__ffs(static_cast<int>(~v)) - 1);
+#else
+  return static_cast<unsigned>(std::countr_one(v));
+#endif
+}
+
+/** Takes a free reply slot for a call; false when every slot is taken (the caller waits and counts it). */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool try_take_reply_slot(const ring_view& ring, std::uint32_t& slot) {
+  for (std::uint32_t w = 0; w < reply_slot_count / 32; ++w) {
+    typename Atomics::template producer_ref<std::uint32_t> taken(ring.producer->reply_slots_taken[w]);
+    std::uint32_t bits = taken.load(Atomics::relaxed);
+    while (bits != ~std::uint32_t{0}) {
+      const unsigned bit = lowest_clear_bit(bits);
+      // Acquire: the slot's last answer was read by its last holder before it gave the slot back.
+      if (taken.compare_exchange_weak(bits, bits | (std::uint32_t{1} << bit), Atomics::acquire, Atomics::relaxed)) {
+        slot = w * 32 + bit;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/** Gives a slot back once its answer was read (partner: try_take_reply_slot's acquire). */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void give_back_reply_slot(const ring_view& ring, std::uint32_t slot) {
+  typename Atomics::template producer_ref<std::uint32_t>(ring.producer->reply_slots_taken[slot / 32])
+      .fetch_and(~(std::uint32_t{1} << (slot % 32)), Atomics::release);
+}
+
+/** The sequence the next call through `slot` (held by the caller) carries: one past its last answer. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE std::uint32_t next_call_sequence(const ring_view& ring, std::uint32_t slot) {
+  return typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->replies[slot].header.answered)
+             .load(Atomics::acquire) + 1;
+}
+
+/** Whether the answer to call `sequence` is in `slot`. Acquire: partner of answer_call's store. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool call_answered(const ring_view& ring, std::uint32_t slot, std::uint32_t sequence) {
+  return typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->replies[slot].header.answered)
+             .load(Atomics::acquire) == sequence;
+}
+
+/** Whether the reader has stopped for good: a call not answered yet never will be. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool answers_ended(const ring_view& ring) {
+  return typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->closed).load(Atomics::acquire) >=
+         ring_reader_gone;
+}
+
+/** The reader's half: writes the answer to `request` and wakes its caller. `bytes` is cut to
+ *  max_reply_bytes (a long failure message; replies are checked at serve() to fit). */
+inline void answer_call(const ring_view& ring, call_request request, call_errc status, const void* bytes,
+                        std::size_t length) noexcept {
+  reply_slot& s = ring.consumer->replies[request.slot];
+  const std::size_t n = length < max_reply_bytes ? length : max_reply_bytes;
+  if (n != 0) std::memcpy(s.reply, bytes, n);
+  s.header.status = static_cast<std::uint32_t>(status);
+  s.header.length = static_cast<std::uint32_t>(n);
+  // seq_cst, then the look at `caller_sleeps`: pairs with host_await_answer's flag-then-check. The
+  // release half publishes the reply to the caller's acquire load (call_answered).
+  std::atomic_ref<std::uint32_t>(s.header.answered).store(request.sequence, std::memory_order_seq_cst);
+  if (std::atomic_ref<std::uint32_t>(s.header.caller_sleeps).load(std::memory_order_seq_cst) != 0) {
+    std::atomic_ref<std::uint32_t> bell(s.header.bell);
+    bell.fetch_add(1, std::memory_order_seq_cst);
+    bell.notify_all();
+  }
+}
+
+/** Wakes every host caller waiting for an answer, after `closed` reached ring_reader_gone
+ *  (close_ring): each sees answers_ended and gives up. */
+inline void wake_callers(const ring_view& ring) noexcept {
+  for (reply_slot& s : ring.consumer->replies) {
+    std::atomic_ref<std::uint32_t> bell(s.header.bell);
+    bell.fetch_add(1, std::memory_order_seq_cst);
+    bell.notify_all();
+  }
+}
+
+/** How a host caller waits for the answer to `sequence` in `slot`: spins (an answer from a busy
+ *  reader comes within microseconds), yields, then sleeps on the slot's bell. False when the reader
+ *  went away instead (answers_ended). */
+inline bool host_await_answer(const ring_view& ring, std::uint32_t slot, std::uint32_t sequence) {
+  reply_slot_header& h = ring.consumer->replies[slot].header;
+  for (unsigned attempt = 0;; ++attempt) {
+    if (call_answered<host_atomics>(ring, slot, sequence)) return true;
+    if (answers_ended<host_atomics>(ring)) return call_answered<host_atomics>(ring, slot, sequence);
+    if (attempt < 2048) {
+      cpu_relax();
+    } else if (attempt < 2048 + 64) {
+      std::this_thread::yield();
+    } else {
+      std::atomic_ref<std::uint32_t> sleeps(h.caller_sleeps);
+      std::atomic_ref<std::uint32_t> bell(h.bell);
+      sleeps.store(1, std::memory_order_seq_cst);  // pairs with answer_call's store-then-look
+      const std::uint32_t seen = bell.load(std::memory_order_seq_cst);
+      // seq_cst loads: either they see the answer (or the end), or the bell moved after `seen`.
+      if (std::atomic_ref<std::uint32_t>(h.answered).load(std::memory_order_seq_cst) != sequence &&
+          std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_seq_cst) < ring_reader_gone)
+        bell.wait(seen, std::memory_order_seq_cst);
+      sleeps.store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
+/** How a CUDA caller waits: `__nanosleep` doubling from 64 ns to 4 µs between looks at its slot
+ *  (system-scope acquire loads of pinned host memory); `closed` every 16th look at the cap. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool device_await_answer(const ring_view& ring, std::uint32_t slot, std::uint32_t sequence) {
+  for (unsigned attempt = 0;; ++attempt) {
+    if (call_answered<Atomics>(ring, slot, sequence)) return true;
+    const unsigned sleep_ns = attempt < 6 ? 64u << attempt : 4096u;
+    if (sleep_ns == 4096u && attempt % 16 == 0 && answers_ended<Atomics>(ring))
+      return call_answered<Atomics>(ring, slot, sequence);
+    producer_backoff(sleep_ns);
+  }
+}
+
+/** Reads the answer the caller awaited: its status, and the reply (or message) bytes. */
+struct call_answer {
+  call_errc status;
+  const std::byte* bytes;
+  std::uint32_t length;
+};
+DEVTAP_HOST_DEVICE inline call_answer read_answer(const ring_view& ring, std::uint32_t slot) {
+  const reply_slot& s = ring.consumer->replies[slot];
+  return {static_cast<call_errc>(s.header.status), s.reply, s.header.length};
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

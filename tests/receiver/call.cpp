@@ -1,0 +1,384 @@
+// devtap::call on cpu devices: answers reach the caller that asked, in ring order with its taps,
+// from many threads and devices at once; and every way a call can fail fails clearly, never hangs.
+#include <devtap/backend/cpu.hpp>
+#include <devtap/receiver/receiver.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <optional>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <latch>
+#include <mutex>
+#include <numeric>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+struct query {
+  std::int32_t step;
+  float loss;
+};
+struct answer {
+  float lr;
+  bool stop;
+};
+struct ticket {
+  std::uint32_t caller;
+  std::uint32_t seq;
+};
+struct with_values {
+  std::int32_t scale;
+  std::span<const float> values;
+};
+
+std::vector<devtap::device*> all(devtap::cpu_client& c) {
+  auto d = c.local_devices();
+  return {d.begin(), d.end()};
+}
+
+/** Waits until `done` or about 5 s; true if it happened. */
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 5000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return done();
+}
+}  // namespace
+
+TEST_CASE("a cpu device's call gets its handler's answer, after every tap it made before the call") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .name = "train"});
+  std::vector<std::atomic<int>> taps_seen(2);
+  auto progress = rx.attach<int>([&](const int&, const devtap::device& d) { taps_seen[static_cast<std::size_t>(d.id())]++; });
+  auto ask = rx.serve<query, answer>([&](const query& q, const devtap::device& d) {
+    // Same reader thread as the consumer: every tap the caller made before this call was delivered.
+    CHECK(taps_seen[static_cast<std::size_t>(d.id())].load() == q.step);
+    return answer{0.5f / static_cast<float>(q.step + 1), q.loss < 1e-3f};
+  });
+  auto work = [&](devtap::cpu_context& ctx) {
+    int steps = 0;
+    for (int step = 0; step < 200; ++step) {
+      ctx.tap(progress, step);
+      const answer a = ctx.call(ask, query{step + 1, step == 150 ? 0.0f : 1.0f});
+      CHECK(a.lr == 0.5f / static_cast<float>(step + 2));
+      ++steps;
+      if (a.stop) break;  // the device changes course on the answer
+    }
+    return steps;
+  };
+  auto f0 = cpus.cpu_devices()[0]->submit(work);
+  auto f1 = cpus.cpu_devices()[1]->submit(work);
+  CHECK(f0.get() == 151);
+  CHECK(f1.get() == 151);
+  rx.close();
+  CHECK(rx.stats().total().records == 2 * (151 + 151));  // taps and calls
+  CHECK(rx.stats().total().type_mismatches == 0);
+}
+
+TEST_CASE("many threads of many devices call at once, and each gets its own answer") {
+  constexpr int devices = 4, threads_per_device = 4, calls = 1500;
+  devtap::cpu_client cpus(devices);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto echo = rx.serve<ticket, ticket>([](const ticket& t) { return ticket{t.caller * 7, t.seq + 1}; });
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int d = 0; d < devices; ++d) {
+    const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[static_cast<std::size_t>(d)]);
+    for (int t = 0; t < threads_per_device; ++t)
+      threads.emplace_back([&, out, caller = static_cast<std::uint32_t>(d * 100 + t)] {
+        for (std::uint32_t i = 0; i < calls; ++i) {
+          const devtap::call_result<ticket> r = out.call(echo, ticket{caller, i});
+          if (!r.ok() || r->caller != caller * 7 || r->seq != i + 1) wrong++;
+        }
+      });
+  }
+  // The devices' own work calls too, through ctx.call, at the same time.
+  std::vector<std::future<int>> works;
+  for (int d = 0; d < devices; ++d)
+    works.push_back(cpus.cpu_devices()[static_cast<std::size_t>(d)]->submit([&, d](devtap::cpu_context& ctx) {
+      int bad = 0;
+      for (std::uint32_t i = 0; i < calls; ++i) {
+        const ticket r = ctx.call(echo, ticket{static_cast<std::uint32_t>(1000 + d), i});
+        bad += r.caller != static_cast<std::uint32_t>(1000 + d) * 7 || r.seq != i + 1;
+      }
+      return bad;
+    }));
+  for (auto& t : threads) t.join();
+  for (auto& w : works) CHECK(w.get() == 0);
+  CHECK(wrong == 0);
+  rx.close();
+  CHECK(rx.stats().total().records == std::uint64_t{devices} * (threads_per_device + 1) * calls);
+}
+
+TEST_CASE("more callers than reply slots wait for a slot, are counted, and all get their answers") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto slow = rx.serve<ticket, ticket>([](const ticket& t) {
+    std::this_thread::sleep_for(200us);
+    return ticket{t.caller, t.seq * 2};
+  });
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  constexpr std::uint32_t callers = devtap::detail::reply_slot_count + 36;
+  std::atomic<int> wrong{0};
+  std::latch start(callers);
+  std::vector<std::thread> threads;
+  for (std::uint32_t c = 0; c < callers; ++c)
+    threads.emplace_back([&, c] {
+      start.arrive_and_wait();
+      for (std::uint32_t i = 0; i < 5; ++i) {
+        auto r = out.call(slow, ticket{c, i});
+        if (!r || r->caller != c || r->seq != i * 2) wrong++;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(wrong == 0);
+  CHECK(rx.stats().devices[0].call_slot_waits > 0);
+  rx.close();
+}
+
+TEST_CASE("a request may carry a span; the handler reads it in place") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto sum = rx.serve<with_values, double>(
+      [](const with_values& v) { return v.scale * std::accumulate(v.values.begin(), v.values.end(), 0.0); });
+  const std::vector<float> values{1.5f, 2.5f, 3.0f};
+  const double got = cpus.cpu_devices()[0]->run(
+      [&](devtap::cpu_context& ctx) { return ctx.call(sum, with_values{2, std::span<const float>(values)}); });
+  CHECK(got == 14.0);
+  const double empty = cpus.cpu_devices()[0]->run(
+      [&](devtap::cpu_context& ctx) { return ctx.call(sum, with_values{2, {}}); });
+  CHECK(empty == 0.0);
+  rx.close();
+}
+
+TEST_CASE("a handler that throws fails that call with its message; later calls are answered; close() reports it") {
+  devtap::cpu_client cpus(1);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::receiver rx({.devices = all(cpus), .name = "solver"});
+  auto check = rx.serve<int, int>(
+      [](const int& v) {
+        if (v < 0) throw std::domain_error("negative step " + std::to_string(v));
+        return v * 10;
+      },
+      "check");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    CHECK(ctx.call(check, 4) == 40);
+    try {
+      ctx.call(check, -3);
+      FAIL("no call_error");
+    } catch (const devtap::call_error& e) {
+      CHECK(e.code() == devtap::call_errc::handler_failed);
+      CHECK(std::string(e.what()) == "devtap: call on device 'cpu:0': the handler threw: negative step -3");
+    }
+    CHECK(ctx.call(check, 5) == 50);
+  });
+  try {
+    rx.close();
+    FAIL("close() did not report the handler's failure");
+  } catch (const devtap::tap_error& e) {
+    REQUIRE(e.failures().size() == 1);
+    CHECK(e.failures()[0].consumer == "check");
+    CHECK(e.failures()[0].message == "negative step -3");
+  }
+  devtap::set_log_sink({});
+  CHECK(rx.stats().total().consumer_errors == 1);
+}
+
+TEST_CASE("a call never hangs: close() gives up on a device blocked in a call, and the call fails") {
+  devtap::cpu_client cpus(1);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  std::atomic<bool> release{false};
+  std::atomic<bool> in_handler{false};
+  std::optional<devtap::receiver> rx(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  auto stuck = rx->serve<int, int>([&](const int& v) {
+    in_handler = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+    return v;
+  });
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    try {
+      ctx.call(stuck, 1);
+      return devtap::call_errc::none;
+    } catch (const devtap::call_error& e) {
+      return e.code();
+    }
+  });
+  REQUIRE(eventually([&] { return in_handler.load(); }));
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  // The caller was released by the close, while the handler still runs.
+  REQUIRE(work.wait_for(5s) == std::future_status::ready);
+  CHECK(work.get() == devtap::call_errc::closed);
+  release = true;
+  rx.reset();
+  devtap::set_log_sink({});
+}
+
+TEST_CASE("a call while the receiver closes normally is answered, and a call after it fails") {
+  devtap::cpu_client cpus(1);
+  std::optional<devtap::receiver> rx(devtap::receiver_options{.devices = all(cpus)});
+  auto twice = rx->serve<int, int>([](const int& v) { return 2 * v; });
+  std::atomic<int> answered{0};
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 2000; ++i) answered += ctx.call(twice, i) == 2 * i;
+  });
+  rx->close();  // waits for the work queued before it, whose calls it answers
+  work.get();
+  CHECK(answered == 2000);
+  const devtap::outfeed stale = rx->outfeed(*cpus.cpu_devices()[0]);
+  const auto r = stale.call(twice, 1);
+  CHECK(r.error() == devtap::call_errc::closed);
+  rx.reset();
+  // No receiver attached any more: the device's call says so, as its taps do.
+  CHECK_THROWS_AS(cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { return ctx.call(twice, 1); }),
+                  devtap::outfeed_error);
+}
+
+TEST_CASE("calls through a point of no receiver, of another receiver, or of other types fail clearly") {
+  devtap::cpu_client cpus(2);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::receiver rx({.devices = {cpus.cpu_devices()[0]}});
+  devtap::receiver other({.devices = {cpus.cpu_devices()[1]}});
+  auto ask = rx.serve<query, answer>([](const query& q) { return answer{static_cast<float>(q.step), false}; });
+  auto elsewhere = other.serve<query, answer>([](const query&) { return answer{}; });
+  auto consumer = rx.attach<query>([](const query&) {});
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+
+  CHECK(out.call(devtap::call_point<query, answer>{}, query{}).error() == devtap::call_errc::no_handler);
+  CHECK(out.call(elsewhere, query{}).error() == devtap::call_errc::no_handler);
+  // The same handler, asked for another reply type (a point made by hand): refused by fingerprint.
+  const devtap::call_point<query, double> wrong_reply{ask.id, devtap::call_fingerprint_v<query, double>, ask.receiver};
+  CHECK(out.call(wrong_reply, query{}).error() == devtap::call_errc::type_mismatch);
+  // A consumer's id used as a handler's.
+  const devtap::call_point<query, answer> not_a_handler{consumer.id | devtap::detail::call_id_flag,
+                                                        devtap::call_fingerprint_v<query, answer>, consumer.receiver};
+  CHECK(out.call(not_a_handler, query{}).error() == devtap::call_errc::type_mismatch);
+  // An id no handler has.
+  const devtap::call_point<query, answer> unknown{ask.id + 40, ask.fingerprint, ask.receiver};
+  CHECK(out.call(unknown, query{}).error() == devtap::call_errc::no_handler);
+  // And the right point still works.
+  auto r = out.call(ask, query{7, 0});
+  REQUIRE(r.ok());
+  CHECK(r->lr == 7.0f);
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    try {
+      ctx.call(elsewhere, query{});
+      FAIL("no call_error");
+    } catch (const devtap::call_error& e) {
+      CHECK(e.code() == devtap::call_errc::no_handler);
+      CHECK(std::string(e.what()).find("device 'cpu:0'") != std::string::npos);
+    }
+  });
+  try {
+    rx.close();
+    FAIL("close() did not report the refused calls");
+  } catch (const devtap::tap_error& e) {
+    std::vector<std::string> lines;
+    for (const auto& f : e.failures()) lines.push_back(f.consumer + ": " + f.message);
+    CHECK(lines == std::vector<std::string>{
+                       "#41: 1 call(s) for unknown handler id 41 refused (answered call_errc::no_handler)",
+                       "handler#1: 1 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)",
+                       "consumer#2: 1 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)"});
+  }
+  other.close();
+  devtap::set_log_sink({});
+  CHECK(rx.stats().total().type_mismatches == 2);
+  CHECK(rx.stats().total().unknown_ids == 1);
+}
+
+TEST_CASE("a handler that calls into its own device fails at once instead of waiting for itself") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  auto inner = rx.serve<int, int>([](const int& v) { return v; });
+  std::atomic<int> nested{-1};
+  std::string flush_error;
+  auto outer = rx.serve<int, int>([&](const int& v) {
+    nested = static_cast<int>(out.call(inner, v).error());  // only this very thread could answer it
+    try {
+      rx.flush();
+    } catch (const std::logic_error& e) {
+      flush_error = e.what();
+    }
+    return v + 1;
+  });
+  CHECK(out.call(outer, 5).value() == 6);
+  CHECK(nested == static_cast<int>(devtap::call_errc::reentrant));
+  CHECK(flush_error.find("flush() called from a consumer of this receiver") != std::string::npos);
+  rx.close();
+}
+
+TEST_CASE("a consumer that taps into its own full ring gets an error, not a deadlock") {
+  devtap::cpu_client cpus(1);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024});
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  std::atomic<int> written{0};
+  std::string error;
+  devtap::tap_point<std::array<std::uint8_t, 100>> sink{};
+  sink = rx.attach<std::array<std::uint8_t, 100>>([](const std::array<std::uint8_t, 100>&) {});
+  auto trigger = rx.attach<int>([&](const int&) {
+    try {
+      for (int i = 0; i < 100; ++i, ++written) out.tap(sink, std::array<std::uint8_t, 100>{});
+    } catch (const devtap::outfeed_error& e) {
+      error = e.what();
+    }
+  });
+  out.tap(trigger, 1);
+  rx.flush();
+  CHECK(written > 0);
+  CHECK(written < 100);  // a 1 KiB ring holds fewer than 100 records of 124 bytes
+  CHECK(error == "devtap: a consumer or handler of device 'cpu:0' tapped into that device's full ring: it would "
+                 "wait for space that only its own thread frees (nothing was written; tap from another thread, or "
+                 "use overflow_policy::drop)");
+  rx.close();
+  devtap::set_log_sink({});
+}
+
+TEST_CASE("under overflow_policy::drop a call into a full ring fails at once, counted as a drop") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024, .overflow = devtap::overflow_policy::drop});
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  std::latch entered(1);
+  std::atomic<bool> release{false};
+  auto block = rx.attach<int>([&](const int&) {
+    entered.count_down();
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  auto twice = rx.serve<int, int>([](const int& v) { return 2 * v; });
+  out.tap(block, 0);
+  entered.wait();  // the reader is held in the consumer: nothing is freed
+  for (int i = 0; i < 100; ++i) out.tap(block, i);  // fills the ring; the rest is dropped
+  const auto dropped = rx.stats().devices[0].dropped_records;
+  CHECK(dropped > 0);
+  CHECK(out.call(twice, 3).error() == devtap::call_errc::ring_full);
+  CHECK(rx.stats().devices[0].dropped_records == dropped + 1);
+  release = true;
+  rx.flush();
+  CHECK(out.call(twice, 4).value() == 8);  // space again once the reader moved on
+  rx.close();
+}
+
+TEST_CASE("call_result says why there is no answer") {
+  devtap::call_result<int> none;
+  CHECK_FALSE(none.ok());
+  CHECK_FALSE(static_cast<bool>(none));
+  CHECK(none.error() == devtap::call_errc::closed);
+  CHECK(*none == 0);
+  devtap::call_result<int> ok(5);
+  CHECK(ok.ok());
+  CHECK(*ok == 5);
+  CHECK(ok.error() == devtap::call_errc::none);
+}
