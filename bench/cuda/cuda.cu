@@ -187,6 +187,19 @@ __global__ void bare_round_trips(unsigned* to_host, const unsigned* ack, double*
   }
 }
 
+// devtap::call round trips (docs/call.md): one thread asks, the host's handler answers, timed on the GPU.
+__global__ void call_round_trips(devtap::outfeed out, devtap::call_point<ping, std::uint32_t> ask, double* rt_us, int n) {
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t t0 = global_ns();
+    const devtap::call_result<std::uint32_t> r = out.call(ask, ping{static_cast<std::uint32_t>(i), 0, t0});
+    if (!r.ok() || *r != static_cast<std::uint32_t>(i + 1)) {
+      rt_us[i] = -1;
+      return;
+    }
+    rt_us[i] = static_cast<double>(global_ns() - t0) * 1e-3;
+  }
+}
+
 __global__ void tap_once(devtap::outfeed out, devtap::tap_point<ping> p, unsigned seq) {
   out.tap(p, ping{seq, 0, 0});
 }
@@ -555,6 +568,19 @@ struct bench {
       summarize("tap -> consumer -> ack", device_samples(),
                 "GPU clock, one thread; round trip (tap latency + ack); target p50 <= 5 us one way");
     }
+    double call_p50 = -1;
+    {  // devtap::call: request through the ring, answer in a reply slot
+      devtap::receiver rx({.devices = {gpu}, .budget_bytes = 1u << 20, .name = "bench-call"});
+      auto ask = rx.serve<ping, std::uint32_t>([](const ping& q) { return q.seq + 1; });
+      reset_samples();
+      call_round_trips<<<1, 1>>>(rx.outfeed(*gpu), ask, rt, n);
+      BENCH_CUDA(cudaGetLastError());
+      BENCH_CUDA(cudaDeviceSynchronize());
+      rx.close();
+      const std::vector<double> us = device_samples();
+      call_p50 = percentile(us, 0.5);
+      summarize("call -> handler -> answer", us, "GPU clock, one thread; target p50 <= 3x the bare ping-pong below");
+    }
     {  // the floor: the same round trip over two mapped words and a spinning host thread
       std::atomic_ref<unsigned> ack(flags[0]), ping_word(flags[1]);
       ack.store(0);
@@ -577,7 +603,10 @@ struct bench {
       stop = true;
       echo.join();
       BENCH_CUDA(synced);
-      summarize("bare mapped ping-pong", device_samples(), "GPU clock; a host thread spinning: the PCIe floor");
+      const std::vector<double> us = device_samples();
+      summarize("bare mapped ping-pong", us, "GPU clock; a host thread spinning: the PCIe floor");
+      if (call_p50 >= 0 && !us.empty())
+        std::printf("  devtap::call p50 / bare ping-pong p50 = %.2f (issue 15 target <= 3)\n", call_p50 / percentile(us, 0.5));
     }
     {  // (b) host-measured: kernel launch -> host code runs
       devtap::receiver rx({.devices = {gpu}, .budget_bytes = 1u << 20, .name = "bench-launch"});

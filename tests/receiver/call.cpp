@@ -61,9 +61,10 @@ TEST_CASE("a cpu device's call gets its handler's answer, after every tap it mad
   devtap::receiver rx({.devices = all(cpus), .name = "train"});
   std::vector<std::atomic<int>> taps_seen(2);
   auto progress = rx.attach<int>([&](const int&, const devtap::device& d) { taps_seen[static_cast<std::size_t>(d.id())]++; });
+  std::atomic<int> overtaken{0}, wrong_answers{0};  // (Catch2's CHECK is not for other threads)
   auto ask = rx.serve<query, answer>([&](const query& q, const devtap::device& d) {
     // Same reader thread as the consumer: every tap the caller made before this call was delivered.
-    CHECK(taps_seen[static_cast<std::size_t>(d.id())].load() == q.step);
+    if (taps_seen[static_cast<std::size_t>(d.id())].load() != q.step) overtaken++;
     return answer{0.5f / static_cast<float>(q.step + 1), q.loss < 1e-3f};
   });
   auto work = [&](devtap::cpu_context& ctx) {
@@ -71,7 +72,7 @@ TEST_CASE("a cpu device's call gets its handler's answer, after every tap it mad
     for (int step = 0; step < 200; ++step) {
       ctx.tap(progress, step);
       const answer a = ctx.call(ask, query{step + 1, step == 150 ? 0.0f : 1.0f});
-      CHECK(a.lr == 0.5f / static_cast<float>(step + 2));
+      if (a.lr != 0.5f / static_cast<float>(step + 2)) wrong_answers++;
       ++steps;
       if (a.stop) break;  // the device changes course on the answer
     }
@@ -81,6 +82,8 @@ TEST_CASE("a cpu device's call gets its handler's answer, after every tap it mad
   auto f1 = cpus.cpu_devices()[1]->submit(work);
   CHECK(f0.get() == 151);
   CHECK(f1.get() == 151);
+  CHECK(overtaken == 0);
+  CHECK(wrong_answers == 0);
   rx.close();
   CHECK(rx.stats().total().records == 2 * (151 + 151));  // taps and calls
   CHECK(rx.stats().total().type_mismatches == 0);
@@ -198,12 +201,17 @@ TEST_CASE("a handler that throws fails that call with its message; later calls a
 TEST_CASE("a call never hangs: close() gives up on a device blocked in a call, and the call fails") {
   devtap::cpu_client cpus(1);
   devtap::set_log_sink([](devtap::log_level, std::string_view) {});
-  std::atomic<bool> release{false};
-  std::atomic<bool> in_handler{false};
+  // Shared with the handler: the reader thread close() gave up on outlives this test's stack.
+  struct flags {
+    std::atomic<bool> release{false}, in_handler{false};
+  };
+  const auto f = std::make_shared<flags>();
+  std::atomic<bool>& release = f->release;
+  std::atomic<bool>& in_handler = f->in_handler;
   std::optional<devtap::receiver> rx(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
-  auto stuck = rx->serve<int, int>([&](const int& v) {
-    in_handler = true;
-    while (!release) std::this_thread::sleep_for(1ms);
+  auto stuck = rx->serve<int, int>([f](const int& v) {
+    f->in_handler = true;
+    while (!f->release) std::this_thread::sleep_for(1ms);
     return v;
   });
   auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
