@@ -29,7 +29,7 @@ usage() { awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0" >&2; exit 2;
 # name | path in the build dir | arguments | timeout (s) | what it is
 programs() {
   cat <<'LIST'
-cuda_outfeed_gpu|tests/cuda/cuda_outfeed_gpu||90|GPU tests: taps from kernels (tests/cuda/outfeed_gpu.cu)
+cuda_outfeed_gpu|tests/cuda/cuda_outfeed_gpu||120|GPU tests: taps from kernels (tests/cuda/outfeed_gpu.cu)
 cuda_tap_host|tests/cuda/cuda_tap_host||60|the device claim protocol on host threads
 cuda_fingerprint|tests/cuda/cuda_fingerprint_nvcc||30|fingerprints agree between nvcc's passes
 registry_cuda|tests/backend/backend_default_registry_cuda|[default]|30|the default registry picks cuda

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <span>
 #include <string>
 #include <thread>
@@ -182,6 +184,31 @@ __global__ void warp_tap_divergent_kernel(devtap::outfeed out, devtap::tap_point
 }
 
 // ---- cases ----------------------------------------------------------------------------------
+
+// Every thread asks `calls` times (more threads than reply slots: some wait for one); a thread
+// checks each answer and counts what is wrong. Taps before each call must reach the host first.
+__global__ void call_kernel(devtap::outfeed out, devtap::call_point<seq_rec, std::uint64_t> ask,
+                            devtap::tap_point<seq_rec> before, int calls, unsigned* wrong, unsigned* failed) {
+  const unsigned t = global_id();
+  for (int i = 0; i < calls; ++i) {
+    const seq_rec q{t, static_cast<std::uint32_t>(i), seq_check(t, static_cast<std::uint32_t>(i))};
+    out.tap(before, q);
+    const devtap::call_result<std::uint64_t> r = out.call(ask, q);
+    if (!r.ok()) atomicAdd(failed, 1u);
+    else if (*r != q.check + 1) atomicAdd(wrong, 1u);
+  }
+}
+
+// One thread calls until the host stops answering (the receiver closed): the call must come back.
+__global__ void call_until_closed(devtap::outfeed out, devtap::call_point<seq_rec, std::uint64_t> ask, unsigned* last_error) {
+  for (std::uint32_t i = 0;; ++i) {
+    const devtap::call_result<std::uint64_t> r = out.call(ask, seq_rec{0, i, 0});
+    if (!r.ok()) {
+      *last_error = static_cast<unsigned>(r.error());
+      return;
+    }
+  }
+}
 
 HARNESS_CASE(order) {
   for (const bool divergent : {false, true}) {
@@ -478,6 +505,84 @@ HARNESS_CASE(tap_after_close) {
   std::printf("  after close: %llu dropped\n", static_cast<unsigned long long>(st.dropped_records));
   CHECK_EQ(st.records, 0u);
   CHECK(st.dropped_records >= 1280u - 128u);
+}
+
+HARNESS_CASE(calls) {
+  constexpr int blocks = 8, threads = 64, calls = 20;  // 512 callers, 64 reply slots
+  devtap::receiver rx(on_gpu(1u << 20));
+  std::vector<std::uint32_t> taps_seen(blocks * threads, 0);
+  std::uint64_t overtaken = 0;
+  auto before = rx.attach<seq_rec>([&](const seq_rec& r) {
+    if (r.thread < taps_seen.size()) taps_seen[r.thread] = r.seq + 1;
+  });
+  auto ask = rx.serve<seq_rec, std::uint64_t>([&](const seq_rec& q) {
+    if (q.thread >= taps_seen.size() || taps_seen[q.thread] != q.seq + 1) ++overtaken;  // its tap came first
+    return q.check + 1;
+  });
+  unsigned* counts = nullptr;
+  CUDA_OK(cudaMallocManaged(&counts, 2 * sizeof(unsigned)));
+  counts[0] = counts[1] = 0;
+  call_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), ask, before, calls, counts, counts + 1);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  rx.close();
+  std::printf("  %d calls, %llu waited for a reply slot\n", blocks * threads * calls,
+              static_cast<unsigned long long>(rx.stats().total().call_slot_waits));
+  CHECK_EQ(counts[0], 0u);  // wrong answers
+  CHECK_EQ(counts[1], 0u);  // failed calls
+  CHECK_EQ(overtaken, 0u);
+  CHECK_EQ(rx.stats().total().records, std::uint64_t{2} * blocks * threads * calls);
+  CUDA_OK(cudaFree(counts));
+}
+
+HARNESS_CASE(call_handler_throws) {
+  devtap::receiver rx(on_gpu(1u << 20));
+  auto ask = rx.serve<seq_rec, std::uint64_t>([](const seq_rec& q) -> std::uint64_t {
+    if (q.seq % 2 == 1) throw std::runtime_error("odd");
+    return q.check + 1;
+  });
+  unsigned* counts = nullptr;
+  CUDA_OK(cudaMallocManaged(&counts, 2 * sizeof(unsigned)));
+  counts[0] = counts[1] = 0;
+  auto before = rx.attach<seq_rec>([](const seq_rec&) {});
+  call_kernel<<<1, 32>>>(rx.outfeed(gpu()), ask, before, 4, counts, counts + 1);
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK_EQ(counts[0], 0u);
+  CHECK_EQ(counts[1], 64u);  // the odd calls failed; the even ones were answered
+  bool reported = false;
+  try {
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    reported = !e.failures().empty();
+  }
+  CHECK(reported);  // the handler's failures reach close()
+  CUDA_OK(cudaFree(counts));
+}
+
+HARNESS_CASE(call_after_close) {
+  // A kernel calling while the receiver closes: its call comes back with call_errc::closed.
+  devtap::receiver_options o = on_gpu(1u << 20);
+  o.close_timeout = 500ms;
+  std::optional<devtap::receiver> rx(o);
+  auto ask = rx->serve<seq_rec, std::uint64_t>([](const seq_rec& q) { return std::uint64_t{q.seq}; });
+  unsigned* last = nullptr;
+  CUDA_OK(cudaMallocManaged(&last, sizeof(unsigned)));
+  *last = 0;
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  call_until_closed<<<1, 1, 0, stream>>>(rx->outfeed(gpu()), ask, last);
+  CUDA_OK(cudaGetLastError());
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    rx->close();  // the kernel never finishes on its own: close() gives up at its timeout
+  } catch (const devtap::timeout_error&) {
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CHECK(std::chrono::steady_clock::now() - t0 < 30s);
+  CHECK_EQ(*last, static_cast<unsigned>(devtap::call_errc::closed));
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFree(last));
 }
 
 HARNESS_CASE(all_gpus) {
