@@ -104,6 +104,7 @@ void run_size(const options& o, std::vector<row>& rows) {
   std::vector<cell> cells;
   if (wanted(o, "devtap"))
     for (int p : o.devtap_producers) cells.push_back(make_cell<devtap_cell<S>>(src, "devtap", p));
+  if (wanted(o, "devtap-stamped")) cells.push_back(make_cell<devtap_cell<S, true>>(src, "devtap-variant", 1));
   if (wanted(o, "boost-spsc")) cells.push_back(make_cell<boost_spsc<S>>(src, "peer", 1));
   if (wanted(o, "moodycamel-rwq")) cells.push_back(make_cell<moodycamel_rwq<S>>(src, "peer", 1));
   if (wanted(o, "moodycamel-cq")) cells.push_back(make_cell<moodycamel_cq<S>>(src, "peer", 2));
@@ -537,6 +538,17 @@ void print_targets(const std::vector<row>& rows, const std::vector<latency_row>&
   for (const auto& l : lat)
     if (l.impl != "devtap" && l.p50.runs > 0 && (std::isnan(best_peer_p50) || l.p50.median < best_peer_p50))
       best_peer_p50 = l.p50.median;
+  // Issue 16: what timestamps cost, each stamped run over the plain devtap run next to it.
+  for (const auto& r : rows)
+    if (r.impl == "devtap-stamped")
+      if (const row* plain = find(r.size, 1)) {
+        std::vector<double> ratios;
+        for (std::size_t k = 0; k < std::min(r.rates.size(), plain->rates.size()); ++k)
+          if (plain->rates[k] > 0) ratios.push_back(r.rates[k] / plain->rates[k]);
+        if (r.size == 16) check("16 B: with timestamps x without (issue 16)", quartiles_of(ratios), 0.85);
+        else if (!ratios.empty())
+          fmt::print("  {:<44} {:>20}\n", size_name(r.size) + ": with timestamps x without", quartiles_text(quartiles_of(ratios)));
+      }
   for (const auto& l : lat) {
     if (l.impl != "devtap") continue;
     if (l.p50.runs > 0 && !std::isnan(best_peer_p50))
@@ -604,7 +616,8 @@ options parse(int argc, char** argv) {
                  "       [--csv PATH] [--latency-csv PATH] [--markdown PATH] [--no-throughput] [--no-latency] [--no-idle]\n"
                  "       [--no-pin] [--allow-busy]\n"
                  "       [--idle-s S] [--latency-samples N]\n"
-                 "impls: devtap boost-spsc moodycamel-rwq moodycamel-cq mutex-deque ref-memcpy ref-copy-read\n",
+                 "impls: devtap devtap-stamped boost-spsc moodycamel-rwq moodycamel-cq mutex-deque ref-memcpy "
+                 "ref-copy-read\n",
                  argv[0]);
       std::exit(0);
     } else throw std::invalid_argument("unknown argument " + std::string(a) + " (see --help)");

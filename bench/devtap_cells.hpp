@@ -51,15 +51,16 @@ inline std::vector<devtap::device*> devices_of(const devtap::cpu_client& cpus) {
   return {d.begin(), d.end()};
 }
 
-/** One cpu device, one receiver with a budget_bytes ring, one consumer; reused across runs. */
-template <std::size_t S>
+/** One cpu device, one receiver with a budget_bytes ring, one consumer; reused across runs.
+ *  Stamped: receiver_options::timestamps on (every tap carries its time and sequence). */
+template <std::size_t S, bool Stamped = false>
 class devtap_cell {
 public:
   using payload = devtap_payload<S>;
-  static constexpr const char* name = "devtap";
+  static constexpr const char* name = Stamped ? "devtap-stamped" : "devtap";
 
   devtap_cell()
-      : cpus_(1), rx_({.devices = devices_of(cpus_), .budget_bytes = budget_bytes, .name = "bench"}) {
+      : cpus_(1), rx_({.devices = devices_of(cpus_), .budget_bytes = budget_bytes, .name = "bench", .timestamps = Stamped}) {
     point_ = rx_.attach<payload>([st = &st_](devtap::inbox<payload> in) { return devtap_sink<payload, S>(in, st); });
   }
   ~devtap_cell() {

@@ -58,7 +58,8 @@ public:
 
   // A handler that threw keeps answering later calls (each failure is that call's alone); the
   // reader keeps what it threw for close().
-  delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) override {
+  delivery deliver(std::size_t device_index, const device& dev, const record_stamp&, const std::byte* payload,
+                   std::size_t size) override {
     call_request request;
     if (size < sizeof request) return delivery::mismatch;  // no slot to answer in
     std::memcpy(&request, payload, sizeof request);

@@ -10,6 +10,7 @@
  * inside a received value stays valid until the next `co_await`. */
 #include <devtap/backend/device.hpp>
 #include <devtap/tap/codec.hpp>
+#include <devtap/tap/tap_info.hpp>
 
 #include <coroutine>
 #include <cstddef>
@@ -40,6 +41,7 @@ struct mailbox {
   // copied_on_resume_v: the payload in the ring; otherwise the decoded value. Empty: end of the stream.
   std::conditional_t<copied_on_resume_v<T>, const std::byte*, std::optional<T>> value{};
   const device* source = nullptr;
+  record_stamp stamp{};
   bool pending = false;
 };
 }  // namespace detail
@@ -75,6 +77,10 @@ public:
 
   /** The device the current value came from. */
   const devtap::device& device() const noexcept { return *box_->source; }
+
+  /** When and where the current value was tapped (receiver_options::timestamps), or, without
+   *  timestamps, when it was handed over; its device and sequence number. */
+  tap_info info() const { return detail::info_of(*box_->source, box_->stamp); }
 
 private:
   detail::mailbox<T>* box_;

@@ -4,6 +4,7 @@
 #include <devtap/tap/codec.hpp>
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/tap/fingerprint.hpp>
+#include <devtap/tap/tap_info.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -25,6 +26,14 @@ struct shared_t {
 };
 /** Pass to `receiver::attach` to share one consumer instance across devices. */
 inline constexpr shared_t shared{};
+
+/** Tag for `receiver::attach`: one consumer instance fed by every device in timestamp order. */
+struct merged_t {
+  explicit constexpr merged_t() = default;
+};
+/** Pass to `receiver::attach` to feed one consumer instance every device's records in the order
+ *  they were tapped (needs receiver_options::timestamps; docs/timeline.md). */
+inline constexpr merged_t merged{};
 
 namespace detail {
 
@@ -73,7 +82,7 @@ template <class T, class P>
 inline constexpr bool exact_params_v<T, param_list<P>> = exact_value_param_v<P, T>;
 template <class T, class P, class D>
 inline constexpr bool exact_params_v<T, param_list<P, D>> =
-    exact_value_param_v<P, T> && std::is_same_v<D, const device&>;
+    exact_value_param_v<P, T> && (std::is_same_v<D, const device&> || std::is_same_v<D, const tap_info&>);
 
 template <class Fn>
 concept known_params = requires { typename call_params<Fn>::type; };
@@ -89,10 +98,12 @@ concept coroutine_factory =
     std::invocable<Fn&, inbox<T>> && std::same_as<std::invoke_result_t<Fn&, inbox<T>>, consumer<T>>;
 
 template <class T, class Fn>
-concept loose_value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, const T&, const device&>;
+concept loose_value_callable = std::invocable<Fn&, const T&> || std::invocable<Fn&, const T&, const device&> ||
+                               std::invocable<Fn&, const T&, const tap_info&>;
 
 /** True unless the callable's parameters are known and are not exactly (`const T&` or `T`) and
- *  optionally `const device&`: no consumer is fed through a conversion (`const int&` for a double). */
+ *  optionally `const device&` or `const tap_info&`: no consumer is fed through a conversion
+ *  (`const int&` for a double). */
 template <class T, class Fn>
 concept takes_exactly = !known_params<Fn> || exact_params_v<T, typename call_params<Fn>::type>;
 
@@ -134,11 +145,12 @@ constexpr bool check_consumer() {
   else if constexpr (!loose_value_callable<T, Fn>)
     static_assert(dependent_false_v<T>,
                   "devtap: a consumer of T is a coroutine `devtap::consumer<T> f(devtap::inbox<T>)` or a callable "
-                  "taking `const T&` (optionally followed by `const devtap::device&`)");
+                  "taking `const T&` (optionally followed by `const devtap::device&` or `const devtap::tap_info&`)");
   else if constexpr (!takes_exactly<T, Fn>)
     static_assert(dependent_false_v<T>,
                   "devtap: a consumer callable must take exactly `const T&` or `T`, optionally followed by `const "
-                  "devtap::device&` (no conversions: a consumer of another type than the tap point's T is rejected)");
+                  "devtap::device&` or `const devtap::tap_info&` (no conversions: a consumer of another type than the "
+                  "tap point's T is rejected)");
   return true;
 }
 
@@ -161,9 +173,15 @@ struct consumer_entry {
       : fingerprint(fingerprint_), name(std::move(name_)), answers_calls(answers_calls_) {}
   virtual ~consumer_entry() = default;
   /** Decodes and hands over one record; throws what the consumer threw. */
-  virtual delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) = 0;
+  virtual delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp,
+                           const std::byte* payload, std::size_t size) = 0;
   /** The device's stream ended. */
   virtual void finish(std::size_t device_index, const device& dev) = 0;
+  /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */
+  virtual bool accepts(const std::byte* payload, std::size_t size) const {
+    (void)payload, (void)size;
+    return true;
+  }
 
   const std::uint64_t fingerprint;
   const std::string name;
@@ -187,7 +205,8 @@ public:
     }
   }
 
-  delivery deliver(std::size_t device_index, const device& dev, const std::byte* payload, std::size_t size) override {
+  delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
+                   std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
     instance& l = *instances_[shared_ ? 0 : device_index];
@@ -203,9 +222,16 @@ public:
       return delivery::mismatch;
     }
     l.box.source = &dev;
+    l.box.stamp = stamp;
     l.box.pending = true;
     resume(l);
     return delivery::delivered;
+  }
+
+  bool accepts(const std::byte* payload, std::size_t size) const override {
+    if constexpr (!receivable<T>) return false;
+    else if constexpr (copied_on_resume_v<T>) return size == sizeof(T);
+    else return decode_value<T>(payload, size).has_value();
   }
 
   void finish(std::size_t device_index, const device& dev) override {
@@ -255,7 +281,8 @@ public:
 
   // A callable that threw keeps receiving later records (as the reference keeps calling its tap
   // function): one bad value must not silence the rest of a stream. The reader keeps what it threw.
-  delivery deliver(std::size_t, const device& dev, const std::byte* payload, std::size_t size) override {
+  delivery deliver(std::size_t, const device& dev, const record_stamp& stamp, const std::byte* payload,
+                   std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
     if constexpr (!receivable<T>) {
@@ -263,7 +290,9 @@ public:
     } else {
       const std::optional<T> value = decode_value<T>(payload, size);
       if (!value) return delivery::mismatch;
-      if constexpr (std::invocable<Fn&, const T&, const device&>)
+      if constexpr (std::invocable<Fn&, const T&, const tap_info&> && !std::invocable<Fn&, const T&, const device&>)
+        fn_(*value, info_of(dev, stamp));
+      else if constexpr (std::invocable<Fn&, const T&, const device&>)
         fn_(*value, dev);
       else if constexpr (std::invocable<Fn&, const T&>)
         fn_(*value);  // else rejected by check_consumer, which already said why
@@ -271,6 +300,11 @@ public:
     }
   }
   void finish(std::size_t, const device&) override {}
+
+  bool accepts(const std::byte* payload, std::size_t size) const override {
+    if constexpr (!receivable<T>) return false;
+    else return decode_value<T>(payload, size).has_value();
+  }
 
 private:
   Fn fn_;

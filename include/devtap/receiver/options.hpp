@@ -22,6 +22,14 @@ struct receiver_options {
   overflow_policy overflow = overflow_policy::block;
   std::chrono::milliseconds close_timeout = std::chrono::seconds(10);  ///< also bounds flush()
   std::string name{};                     ///< for logs and errors
+  /** Every tap carries the time it was made on the device and the device's tap count
+   *  (`tap_info::stamped`); costs 16 bytes per record and a clock read per tap. cpu devices only
+   *  for now: a CUDA kernel's taps stay unstamped. */
+  bool timestamps = false;
+  /** A merged consumer (`attach(fn, devtap::merged)`) holds a record back until every other device
+   *  has shown a later one, ended, or sent nothing for this long: the larger, the fewer records
+   *  out of order behind a slow device; the smaller, the sooner each is delivered. */
+  std::chrono::milliseconds merge_lag = std::chrono::milliseconds(10);
 };
 
 namespace detail {

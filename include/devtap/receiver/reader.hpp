@@ -163,6 +163,7 @@ private:
   std::vector<std::shared_ptr<consumer_entry>> table_;
   std::uint32_t table_version_ = ~0u;
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
+  std::uint64_t records_read_ = 0;  // the sequence number of unstamped records
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

@@ -118,8 +118,18 @@ DEVTAP_FUNC void device_reader::end_answers() {
 }
 
 DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
-  const std::uint32_t id = rec.header->consumer_id;
+  const std::uint32_t id = rec.header->consumer_id & ~stamped_id_flag;
   const bool is_call = (id & call_id_flag) != 0;
+  record_stamp stamp{0, records_read_++, false};  // unstamped: its place in the stream as read
+  const std::byte* payload = rec.payload;
+  std::size_t payload_bytes = rec.payload_bytes;
+  if ((rec.header->consumer_id & stamped_id_flag) != 0 && payload_bytes >= sizeof(tap_stamp)) {
+    tap_stamp s;  // timestamps on: the device's time and tap count come first
+    std::memcpy(&s, payload, sizeof s);
+    stamp = {s.time_ns, s.sequence, true};
+    payload += sizeof s;
+    payload_bytes -= sizeof s;
+  }
   consumer_entry* entry = lookup(id);
   if (entry == nullptr) {
     add_owned(stream_.unknown_ids, 1);
@@ -133,9 +143,9 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
   const bool fits = rec.header->fingerprint == entry->fingerprint && entry->answers_calls == is_call;
   if (fits) {
     try {
-      result = entry->deliver(stream_.index, *stream_.dev, rec.payload, rec.payload_bytes);
+      result = entry->deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
     } catch (...) {
-      add_owned(stream_.consumer_errors, 1);
+      stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
       state_.record_failure(stream_, entry->name, std::current_exception());
       return;
     }
@@ -143,7 +153,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
   switch (result) {
     case delivery::delivered:
       ++delivered_records_;
-      delivered_bytes_ += rec.payload_bytes;
+      delivered_bytes_ += payload_bytes;
       break;
     case delivery::mismatch:
       add_owned(stream_.mismatches, 1);
@@ -159,7 +169,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
             rec.payload_bytes);
       break;
     case delivery::failed_before:
-      add_owned(stream_.consumer_errors, 1);
+      stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);
       break;
     case delivery::returned_before:
       add_owned(stream_.ignored, 1);

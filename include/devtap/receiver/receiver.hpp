@@ -12,6 +12,7 @@
 #include <devtap/receiver/call_entry.hpp>
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/receiver/merged_entry.hpp>
 #include <devtap/receiver/open_receivers.hpp>
 #include <devtap/receiver/options.hpp>
 #include <devtap/receiver/reader.hpp>
@@ -65,6 +66,16 @@ public:
   tap_point<T> attach(Fn fn, shared_t, std::string name = {}) {
     return attach_impl<T>(std::move(fn), true, std::move(name));
   }
+  /** As above, one instance fed by every device in the order the records were tapped (ties: by
+   *  device, then sequence). Needs receiver_options::timestamps (std::logic_error without). A record
+   *  waits until every other device has shown a later one, ended, or been quiet for merge_lag. */
+  template <class T, class Fn>
+  tap_point<T> attach(Fn fn, merged_t, std::string name = {}) {
+    if (!state_->options.timestamps)
+      throw std::logic_error("devtap: attach(fn, devtap::merged) on receiver '" + state_->name +
+                             "' needs receiver_options::timestamps = true (records are merged by the time they were tapped)");
+    return attach_impl<T>(std::move(fn), true, std::move(name), true);
+  }
 
   /** Serves calls: device code asks with `ctx.call(point, request)` (cpu) or `out.call(point,
    *  request)` (CUDA, host threads) and gets `fn`'s answer. `fn` takes `const Req&` (optionally
@@ -108,7 +119,7 @@ public:
 
 private:
   template <class T, class Fn>
-  tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name) {
+  tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name, bool merge = false) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
     if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
     const std::size_t devices = state_->streams.size();
@@ -121,6 +132,17 @@ private:
                                                                  devices);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
+    if (merge) {
+      auto on_failure = [state = std::weak_ptr<detail::receiver_state>(state_), consumer = entry->name](
+                            std::size_t device, std::exception_ptr e) {
+        if (const auto s = state.lock()) {
+          s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
+          s->record_failure(*s->streams[device], consumer, std::move(e));
+        }
+      };
+      entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,
+                                                     std::move(on_failure));
+    }
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);
     return tap_point<T>{id, type_fingerprint_v<T>, state_->id};

@@ -31,7 +31,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     stream->ring = devs[i]->allocate_ring(capacity);
     // The device's own name, not the stream's copy: a tap that fails after the receiver is gone names it.
     stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, devs[i]->name().c_str(),
-                                  stream->ring->host_can_produce, state_->id);
+                                  stream->ring->host_can_produce, state_->id, state_->options.timestamps);
     state_->streams.push_back(std::move(stream));
   }
   for (std::size_t i = 0; i < state_->streams.size(); ++i) {

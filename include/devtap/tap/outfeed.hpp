@@ -11,6 +11,7 @@
 #include <devtap/ring/produce.hpp>
 #include <devtap/tap/call_point.hpp>
 #include <devtap/tap/codec.hpp>
+#include <devtap/tap/tap_info.hpp>
 #include <devtap/tap/tap_point.hpp>
 
 #include <bit>
@@ -28,9 +29,9 @@ class outfeed {
 public:
   outfeed() = default;
   outfeed(const detail::ring_view& ring, overflow_policy policy, const char* device_name, bool host_can_produce,
-          std::uint32_t receiver_id) noexcept
+          std::uint32_t receiver_id, bool timestamps = false) noexcept
       : ring_(ring), policy_(policy), receiver_id_(receiver_id), device_name_(device_name),
-        host_can_produce_(host_can_produce) {}
+        host_can_produce_(host_can_produce), timestamps_(timestamps) {}
 
   /** Sends `value` to the consumer behind `point`. Host: may block (policy `block`) or throw. */
   template <class T>
@@ -52,6 +53,8 @@ public:
   const char* device_name() const noexcept { return device_name_; }
   /** False for a CUDA device's ring: only its kernels can tap into it. */
   bool host_can_produce() const noexcept { return host_can_produce_; }
+  /** True when every tap carries its time and sequence number (receiver_options::timestamps). */
+  DEVTAP_HOST_DEVICE bool timestamps() const noexcept { return timestamps_; }
 
 private:
   detail::ring_view ring_{};
@@ -59,6 +62,7 @@ private:
   std::uint32_t receiver_id_ = 0;
   const char* device_name_ = "";  // host string, for error messages only
   bool host_can_produce_ = true;
+  bool timestamps_ = false;
 };
 
 namespace detail {
@@ -106,13 +110,19 @@ inline bool ring_closed(const ring_view& ring) noexcept {
 template <class T>
 void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view& ring = out.ring();
-  const std::uint64_t payload = encoded_size(value);
+  const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
+  const std::uint64_t payload = stamp_bytes + encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
   if (bytes > max_record_bytes(ring.capacity)) throw_too_large(out, payload, bytes);  // before anything is written
   if (const tap_refusal why = refusal(out, point.id, point.receiver); why != tap_refusal::none) throw_refused(out, why);
   // A closed ring takes no new claim: taps that went on after close() would fill it with aborted
   // claims and starve the end marker's (a plain load of a line written only at close).
   if (ring_closed(ring)) throw_closed(out.device_name());
+  tap_stamp stamp{};
+  if (stamp_bytes != 0) {  // taken before the claim: a tap that is dropped still uses its number (a gap)
+    stamp.time_ns = stamp_now_ns();
+    stamp.sequence = std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed);
+  }
   std::uint64_t pos;
   // A consumer or handler of this very ring must not wait for space: only its own thread frees it.
   const bool waits_for_itself = out.policy() == overflow_policy::block && ring_read_here == ring.consumer;
@@ -135,8 +145,10 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     abort<host_atomics>(ring, pos, bytes);
     throw_closed(out.device_name());
   }
-  encode(value, ring.payload_at(pos));
-  commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  if (stamp_bytes != 0) std::memcpy(ring.payload_at(pos), &stamp, sizeof stamp);
+  encode(value, ring.payload_at(pos) + stamp_bytes);
+  commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+                       static_cast<std::uint32_t>(payload));
 }
 
 /** The call of a host thread: refusals first, then a reply slot, the request, the wait, the answer.

@@ -1,0 +1,64 @@
+#pragma once
+/** `tap_info`: when and where a record was made — the device, one host time base for all devices,
+ *  and the device's sequence number — and the stamp a record carries when the receiver asks for
+ *  timestamps (receiver_options::timestamps). */
+#include <devtap/config.hpp>
+#include <devtap/fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+DEVTAP_BEGIN_NAMESPACE
+
+/** What a consumer may learn about the record it is given: a callable takes it after the value
+ *  (`fn(const T&, const devtap::tap_info&)`), a coroutine reads `in.info()`. */
+struct tap_info {
+  using clock = std::chrono::steady_clock;
+  /** The device that tapped the record. */
+  const devtap::device& device;
+  /** With receiver_options::timestamps: when the record was tapped, taken on the device (cpu: the
+   *  steady clock). Without: when the receiver handed it over (`stamped` is false). */
+  clock::time_point time;
+  /** With timestamps: the device's tap count when it tapped this record, from 0, counting taps
+   *  that were dropped too, so a gap is a lost record. Without: the record's place in its device's
+   *  stream as read (no gaps: drops are not seen). */
+  std::uint64_t sequence;
+  /** True when `time` and `sequence` come from the device (timestamps on). */
+  bool stamped;
+};
+
+namespace detail {
+
+/** Set in the consumer id of a record that starts with a tap_stamp (timestamps on). */
+inline constexpr std::uint32_t stamped_id_flag = std::uint32_t{1} << 30;
+
+/** The first bytes of a stamped record's payload; the encoded value follows. */
+struct tap_stamp {
+  std::uint64_t time_ns;   // steady_clock, since its epoch
+  std::uint64_t sequence;  // the device's tap count
+};
+static_assert(sizeof(tap_stamp) == 16);
+
+/** What the reader knows of a record's time and place, handed to a consumer entry with the payload:
+ *  a stamp from the device, or the reader's own count (then the time is taken when asked). */
+struct record_stamp {
+  std::uint64_t time_ns = 0;
+  std::uint64_t sequence = 0;
+  bool stamped = false;
+};
+
+/** The tap_info of a record: an unstamped one gets the time of this call (the hand-over). */
+inline tap_info info_of(const device& dev, const record_stamp& stamp) {
+  const tap_info::clock::time_point time =
+      stamp.stamped ? tap_info::clock::time_point(std::chrono::nanoseconds(stamp.time_ns)) : tap_info::clock::now();
+  return tap_info{dev, time, stamp.sequence, stamp.stamped};
+}
+
+/** Now on the host's steady clock, in ns since its epoch: a cpu tap's stamp. */
+inline std::uint64_t stamp_now_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(tap_info::clock::now().time_since_epoch()).count());
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
