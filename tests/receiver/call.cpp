@@ -390,3 +390,54 @@ TEST_CASE("call_result says why there is no answer") {
   CHECK(*ok == 5);
   CHECK(ok.error() == devtap::call_errc::none);
 }
+
+TEST_CASE("a handler that calls another device of its receiver is refused: readers waiting on each other would never move") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus)});
+  const devtap::outfeed to_cpu1 = rx.outfeed(*cpus.cpu_devices()[1]);
+  auto plain = rx.serve<int, int>([](const int& v) { return v; });
+  std::atomic<int> nested{-1};
+  auto across = rx.serve<int, int>(
+      [&](const int& v) {
+        nested = static_cast<int>(to_cpu1.call(plain, v).error());
+        return v;
+      },
+      devtap::shared);
+  CHECK(rx.outfeed(*cpus.cpu_devices()[0]).call(across, 3).value() == 3);
+  CHECK(nested == static_cast<int>(devtap::call_errc::reentrant));
+  // The same call from an ordinary thread is answered.
+  CHECK(to_cpu1.call(plain, 4).value() == 4);
+  rx.close();
+}
+
+TEST_CASE("a receiver destroyed from device work while another device's work waits in a call: the call fails, nothing freed is read") {
+  devtap::cpu_client cpus(2);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  for (int round = 0; round < 20; ++round) {
+    struct flags {
+      std::atomic<bool> in_handler{false}, go{false};
+    };
+    const auto f = std::make_shared<flags>();
+    std::optional<devtap::receiver> rx(devtap::receiver_options{.devices = all(cpus)});
+    auto slow = rx->serve<int, int>([f](const int& v) {
+      f->in_handler = true;
+      while (!f->go) std::this_thread::yield();
+      return v;
+    });
+    auto caller = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
+      try {
+        return ctx.call(slow, 1);
+      } catch (const devtap::call_error& e) {
+        return e.code() == devtap::call_errc::closed ? -1 : -2;
+      }
+    });
+    while (!f->in_handler) std::this_thread::yield();
+    cpus.cpu_devices()[0]->run([&] {
+      rx.reset();  // from a device's own work: the receiver abandons its streams (ASan watches the caller)
+      f->go = true;
+    });
+    const int r = caller.get();
+    CHECK((r == 1 || r == -1));
+  }
+  devtap::set_log_sink({});
+}

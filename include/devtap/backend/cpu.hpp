@@ -133,13 +133,15 @@ private:
 
 template <class T>
 void cpu_context::tap(const tap_point<T>& point, const T& value) const {
-  device_->attached_outfeed("tap").tap(point, value);
+  const outfeed out = device_->attached_outfeed("tap");  // a copy: the receiver may go while this tap waits
+  out.tap(point, value);
 }
 
 template <class Req, class Rep>
 Rep cpu_context::call(const call_point<Req, Rep>& point, const Req& request) const {
   std::string message;
-  const call_result<Rep> result = detail::host_call(device_->attached_outfeed("call"), point, request, &message);
+  const outfeed out = device_->attached_outfeed("call");  // a copy: the receiver may go while this call waits
+  const call_result<Rep> result = detail::host_call(out, point, request, &message);
   if (!result.ok()) throw call_error(result.error(), message);
   return *result;
 }

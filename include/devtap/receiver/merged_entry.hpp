@@ -5,6 +5,7 @@
  *  go by device, then sequence. A helper thread delivers what waits only on a quiet device. */
 #include <devtap/backend/device.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/ring/wake.hpp>
 #include <devtap/tap/tap_info.hpp>
 
 #include <algorithm>
@@ -32,10 +33,13 @@ public:
 
   /** `inner` is the consumer itself, made for one instance shared by `devices` devices. */
   merged_entry(std::shared_ptr<consumer_entry> inner, std::size_t devices, std::chrono::milliseconds lag,
-               failure_sink on_failure)
+               failure_sink on_failure, std::uint32_t receiver_id)
       : consumer_entry(inner->fingerprint, inner->name), inner_(std::move(inner)), queues_(devices),
         lag_(std::max(lag, std::chrono::milliseconds(0))), on_failure_(std::move(on_failure)),
-        helper_([this](std::stop_token stop) { deliver_when_quiet(stop); }) {}
+        helper_([this, receiver_id](std::stop_token stop) {
+          receiver_read_here = receiver_id;  // it runs the consumer as the readers do (ring/wake.hpp)
+          deliver_when_quiet(stop);
+        }) {}
 
   ~merged_entry() override {
     helper_.request_stop();

@@ -28,6 +28,7 @@ DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std
 DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
   std::stop_callback wake_on_stop(stop, [this] { wake_reader(stream_.ring->host); });
   ring_read_here = stream_.ring->host.consumer;  // a tap or call from a consumer into this ring must not wait (wake.hpp)
+  receiver_read_here = state_.id;
   const bool can_sleep = stream_.ring->producers_wake_reader;
   unsigned idle = 0;
   auto idle_since = std::chrono::steady_clock::now();

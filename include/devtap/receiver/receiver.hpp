@@ -141,7 +141,7 @@ private:
         }
       };
       entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,
-                                                     std::move(on_failure));
+                                                     std::move(on_failure), state_->id);
     }
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);

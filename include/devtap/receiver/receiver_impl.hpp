@@ -236,6 +236,9 @@ DEVTAP_FUNC void receiver::abandon_all() {
     detail::abandon(*stream);
     stream->dev->detach(&stream->out);
     stream->dev->retire_ring(stream->ring);
+    // Work already running on the device may still be inside a tap or a call that reads this
+    // stream: the state lives until that work is done, as close() keeps it.
+    stream->dev->after_pending_work([keep = state_] {});
     // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();

@@ -34,6 +34,10 @@ DEVTAP_HOST_DEVICE inline void cpu_relax() noexcept {
  *  call from there into that same ring must not wait for space or for an answer: only this thread
  *  would provide them. */
 inline thread_local const ring_consumer_side* ring_read_here = nullptr;
+/** The receiver (its id) whose reader this thread is, or 0: a call from one of its consumers or
+ *  handlers into any of its devices could wait in a cycle of readers (A's handler waits for B,
+ *  B's for A), so it is refused. */
+inline thread_local std::uint32_t receiver_read_here = 0;
 
 /** Wakes the reader unconditionally (stop, close, a CUDA device done): partner of reader_sleep. */
 inline void wake_reader(const ring_view& ring) noexcept {

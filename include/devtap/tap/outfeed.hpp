@@ -165,7 +165,7 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   if ((point.id & call_id_flag) == 0 || point.receiver == 0 || point.receiver != out.receiver_id())
     return fail(call_errc::no_handler);
   if (ring_closed(ring)) return fail(call_errc::closed);
-  if (ring_read_here == ring.consumer) return fail(call_errc::reentrant);
+  if (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id()) return fail(call_errc::reentrant);
   const std::uint64_t payload = sizeof(call_request) + encoded_size(request);
   const std::uint64_t bytes = record_bytes(payload);
   if (bytes > max_record_bytes(ring.capacity)) return fail(call_errc::too_large);
@@ -196,17 +196,17 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   // handler still running may land in it).
   if (!host_await_answer(ring, slot, sequence)) return fail(call_errc::closed);
   const call_answer answer = read_answer(ring, slot);
-  call_result<Rep> result(answer.status);
   if (answer.status == call_errc::none) {
     Rep value;
     std::memcpy(static_cast<void*>(&value), answer.bytes, sizeof(Rep));  // serve() checked the sizes agree
-    result = call_result<Rep>(value);
-  } else if (message != nullptr) {
-    *message = describe_call_failure(out, answer.status,
-                                     std::string_view(reinterpret_cast<const char*>(answer.bytes), answer.length));
+    give_back_reply_slot<host_atomics>(ring, slot);
+    return call_result<Rep>(value);
   }
+  char slot_text[max_reply_bytes];  // copied out before the slot is given back; no allocation before that
+  const std::size_t length = answer.length < max_reply_bytes ? answer.length : max_reply_bytes;
+  std::memcpy(slot_text, answer.bytes, length);
   give_back_reply_slot<host_atomics>(ring, slot);
-  return result;
+  return fail(answer.status, std::string_view(slot_text, length));
 }
 
 }  // namespace detail
