@@ -115,6 +115,24 @@ bool take(d::ring_reader& reader, std::uint32_t id, F&& check) {
   }
 }
 
+/** Reads records as producers commit them, handing each data record to `on_data`, until `done()`;
+ *  false at a malformed record. */
+template <class Done, class OnData>
+bool read_records(d::ring_reader& reader, Done done, OnData on_data) {
+  while (!done()) {
+    const d::record_ref rec = reader.peek();
+    if (rec.kind == d::record_kind::malformed) return false;
+    if (rec.kind == d::record_kind::empty) {
+      reader.publish();
+      std::this_thread::yield();
+      continue;
+    }
+    if (rec.kind == d::record_kind::data) on_data(rec);
+    reader.release(rec);
+  }
+  return true;
+}
+
 HARNESS_CASE(records_through_cuda_atomics) {
   // A 256-byte ring, records of many sizes: padding at every wrap, spans from unaligned sources.
   d::host_ring_allocation mem(256);
@@ -233,26 +251,15 @@ HARNESS_CASE(blocked_producers_resume) {
   d::ring_reader reader(mem.host);
   std::vector<std::uint32_t> next(producers, 0);
   std::uint32_t received = 0, bad = 0;
-  while (received < producers * per_producer) {
-    const d::record_ref rec = reader.peek();
-    if (rec.kind == d::record_kind::empty) {
-      reader.publish();
-      std::this_thread::yield();
-      continue;
-    }
-    if (rec.kind == d::record_kind::data) {
-      producer_rec r{};
-      if (!d::decode(rec.payload, rec.payload_bytes, r) || r.producer >= producers || r.seq != next[r.producer] ||
-          r.payload[0] != r.producer * 1000003ull + r.seq)
-        ++bad;
-      else
-        ++next[r.producer];
-      ++received;
-    }
-    CHECK(rec.kind != d::record_kind::malformed);
-    if (rec.kind == d::record_kind::malformed) break;
-    reader.release(rec);
-  }
+  CHECK(read_records(reader, [&] { return received == producers * per_producer; }, [&](const d::record_ref& rec) {
+    producer_rec r{};
+    if (!d::decode(rec.payload, rec.payload_bytes, r) || r.producer >= producers || r.seq != next[r.producer] ||
+        r.payload[0] != r.producer * 1000003ull + r.seq)
+      ++bad;
+    else
+      ++next[r.producer];
+    ++received;
+  }));
   for (auto& t : threads) t.join();
   CHECK_EQ(received, producers * per_producer);
   CHECK_EQ(bad, 0u);
@@ -268,28 +275,20 @@ HARNESS_CASE(calls_through_cuda_atomics) {
   constexpr std::uint32_t callers = d::reply_slot_count + 16, per_caller = 40;
   std::atomic<bool> stop{false};
   std::atomic<std::uint32_t> answered{0}, bad_requests{0};
+  std::atomic<bool> reader_ok{true};
   std::thread reader_thread([&] {
     d::ring_reader reader(mem.host);
-    while (!stop.load()) {
-      const d::record_ref rec = reader.peek();
-      if (rec.kind == d::record_kind::empty) {
-        reader.publish();
-        std::this_thread::yield();
-        continue;
-      }
-      if (rec.kind == d::record_kind::data) {
-        d::call_request request{};
-        point3 p{};
-        std::memcpy(&request, rec.payload, sizeof request);
-        if (rec.header->consumer_id != point.id || rec.header->fingerprint != point.fingerprint ||
-            !d::decode(rec.payload + sizeof request, rec.payload_bytes - sizeof request, p))
-          ++bad_requests;
-        const std::uint64_t reply = static_cast<std::uint64_t>(p.x) * 1000 + static_cast<std::uint64_t>(p.y);
-        d::answer_call(mem.host, request, devtap::call_errc::none, &reply, sizeof reply);
-        ++answered;
-      }
-      reader.release(rec);
-    }
+    reader_ok = read_records(reader, [&] { return stop.load(); }, [&](const d::record_ref& rec) {
+      d::call_request request{};
+      point3 p{};
+      std::memcpy(&request, rec.payload, sizeof request);
+      if (rec.header->consumer_id != point.id || rec.header->fingerprint != point.fingerprint ||
+          !d::decode(rec.payload + sizeof request, rec.payload_bytes - sizeof request, p))
+        ++bad_requests;
+      const std::uint64_t reply = static_cast<std::uint64_t>(p.x) * 1000 + static_cast<std::uint64_t>(p.y);
+      d::answer_call(mem.host, request, devtap::call_errc::none, &reply, sizeof reply);
+      ++answered;
+    });
   });
   std::atomic<std::uint32_t> wrong{0};
   std::vector<std::thread> threads;
@@ -308,6 +307,7 @@ HARNESS_CASE(calls_through_cuda_atomics) {
   for (std::uint32_t w = 0; w < d::reply_slot_count / 32; ++w) CHECK_EQ(mem.host.producer->reply_slots_taken[w], 0u);
   stop = true;
   reader_thread.join();
+  CHECK(reader_ok.load());  // no malformed record
 
   // Refusals come back as codes, with nothing sent: a point of another receiver, a request too large.
   const devtap::call_point<point3, std::uint64_t> foreign{5 | d::call_id_flag, point.fingerprint, 8};
