@@ -1,0 +1,90 @@
+// What the timeline costs (docs/timeline.md, docs/performance.md): 4 cpu devices each tap 16 B
+// records into one receiver, read by one consumer shared by all devices, with and without
+// receiver_options::timestamps, and merged (devtap::merged: one consumer in tap-time order).
+// Runs interleaved; records/s over all devices, median of the reps.
+//
+//   devtap-bench-timeline [--reps N] [--records N] [--smoke]
+#include "common.hpp"
+
+#include <devtap/backend/cpu.hpp>
+#include <devtap/receiver/receiver.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using value = std::array<std::uint64_t, 2>;  // 16 B
+
+enum class mode { plain, stamped, merged };
+const char* name_of(mode m) { return m == mode::plain ? "shared" : m == mode::stamped ? "shared+timestamps" : "merged"; }
+
+double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
+  const auto devices = cpus.cpu_devices();
+  devtap::receiver_options o;
+  o.devices.assign(devices.begin(), devices.end());
+  o.budget_bytes = devices.size() << 20;
+  o.timestamps = m != mode::plain;
+  o.name = "bench-timeline";
+  devtap::receiver rx(o);
+  std::atomic<std::uint64_t> sum{0};
+  std::uint64_t local = 0;
+  auto fn = [&local](const value& v) { local += v[0]; };
+  const devtap::tap_point<value> point =
+      m == mode::merged ? rx.attach<value>(fn, devtap::merged) : rx.attach<value>(fn, devtap::shared);
+  bench::start_gate gate;
+  std::vector<std::future<void>> works;
+  for (auto* d : devices)
+    works.push_back(d->submit([&, per_device](devtap::cpu_context& ctx) {
+      gate.wait();
+      for (std::uint64_t i = 0; i < per_device; ++i) ctx.tap(point, value{i, 0});
+    }));
+  const std::uint64_t t0 = gate.open();
+  for (auto& w : works) w.get();
+  rx.close();  // every record delivered (merged: all held ones too)
+  const double s = static_cast<double>(bench::now_ns() - t0) * 1e-9;
+  sum += local;
+  const std::uint64_t expected = devices.size() * (per_device * (per_device - 1) / 2);
+  if (sum.load() != expected) throw std::runtime_error(std::string(name_of(m)) + ": a record was lost or duplicated");
+  return static_cast<double>(devices.size() * per_device) / s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 7;
+  std::uint64_t per_device = 500000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--records" && i + 1 < argc) per_device = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--smoke") reps = 1, per_device = 2000;
+    else {
+      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--smoke]\n", argv[0]);
+      return 2;
+    }
+  }
+  devtap::cpu_client cpus(4);
+  const mode modes[] = {mode::plain, mode::stamped, mode::merged};
+  std::vector<double> rates[3];
+  for (int r = 0; r < reps; ++r)
+    for (int k = 0; k < 3; ++k) rates[k].push_back(run(cpus, modes[k], per_device));
+  std::printf("devtap timeline: 4 cpu devices, 16 B records, %llu per device, one consumer; %d rep(s)\n",
+              static_cast<unsigned long long>(per_device), reps);
+  const double plain = bench::summarize(rates[0]).median;
+  for (int k = 0; k < 3; ++k) {
+    const bench::summary s = bench::summarize(rates[k]);
+    std::printf("%-20s %10.2f M records/s  [%.2f - %.2f]  x shared %.2f\n", name_of(modes[k]), s.median * 1e-6,
+                s.min * 1e-6, s.max * 1e-6, s.median / plain);
+  }
+  const double stamped = bench::summarize(rates[1]).median, merged = bench::summarize(rates[2]).median;
+  std::printf("merged x unmerged (both with timestamps): %.2f (issue 16 target >= 0.5)\n", merged / stamped);
+  return 0;
+}
