@@ -59,10 +59,10 @@ public:
    *  are (stamps tell laps apart); producers see the space once publish() runs. */
   void release(const record_ref& rec) noexcept {
     head_ += rec.bytes;
-    // Publishing per record would bounce the head's cache line for every tap; every 16 KiB (a
-    // quarter of a smaller ring) bounces it once per hundreds of small records, yet frees large
-    // ones as they go, and publish() also runs whenever the ring looks empty.
-    if (head_ - published_ >= publish_every_) publish();
+    // Publishing per record would bounce the head's cache line for every tap; a quarter of
+    // the ring keeps producers supplied, and publish() runs whenever the ring looks empty.
+    // (Every 16 KiB instead was measured slower at 4 KiB and 64 KiB: docs/performance.md.)
+    if (head_ - published_ >= ring_.capacity / 4) publish();
   }
 
   /** Makes released space visible to producers and wakes those blocked for space. */
@@ -85,7 +85,6 @@ private:
   ring_view ring_;
   std::uint64_t head_;
   std::uint64_t published_;
-  std::uint64_t publish_every_ = ring_.capacity / 4 < 16384 ? ring_.capacity / 4 : 16384;
 };
 
 }  // namespace detail
