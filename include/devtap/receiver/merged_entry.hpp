@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -57,10 +58,16 @@ public:
     std::unique_lock lock(mutex_);
     queue& q = queues_[device_index];
     q.dev = &dev;
-    q.last_seen = std::chrono::steady_clock::now();
-    q.records.push_back({stamp, std::vector<std::byte>(payload, payload + size)});
+    ++q.arrivals;  // (no clock read per record: the helper tells quiet devices by their arrivals)
+    q.quiet_looks = 0;
+    q.records.emplace_back(stamp, payload, size);
     deliver_ready(lock);
-    cv_.notify_all();
+    // The helper sleeps until something is held; while records are held it looks by itself, so a
+    // record costs no wake-up.
+    if (!helper_looking_ && holding()) {
+      helper_looking_ = true;
+      cv_.notify_one();
+    }
     return delivery::delivered;
   }
 
@@ -75,14 +82,24 @@ public:
   bool accepts(const std::byte* payload, std::size_t size) const override { return inner_->accepts(payload, size); }
 
 private:
-  struct held {
+  struct held {  // a record's bytes, kept in place when small (most records): no allocation
+    static constexpr std::size_t inline_bytes = 48;
+    held(const record_stamp& s, const std::byte* p, std::size_t n) : stamp(s), size(n) {
+      if (n > inline_bytes) heap = std::make_unique<std::byte[]>(n);
+      if (n != 0) std::memcpy(data(), p, n);
+    }
+    std::byte* data() { return heap ? heap.get() : small; }
     record_stamp stamp;
-    std::vector<std::byte> bytes;
+    std::size_t size;
+    std::byte small[inline_bytes];
+    std::unique_ptr<std::byte[]> heap;
   };
   struct queue {
     std::deque<held> records;
     const device* dev = nullptr;
-    std::chrono::steady_clock::time_point last_seen = std::chrono::steady_clock::now();
+    std::uint64_t arrivals = 0;          // records handed in so far
+    std::uint64_t arrivals_looked = 0;   // ... when the helper last looked
+    unsigned quiet_looks = 0;            // the helper's looks in a row that saw nothing arrive
     bool ended = false;
     bool finished = false;  // the consumer was told this device ended
   };
@@ -91,7 +108,6 @@ private:
   // for a device that is neither ahead, ended nor quiet (or nothing is held).
   void deliver_ready(std::unique_lock<std::mutex>& lock) {
     (void)lock;
-    const auto now = std::chrono::steady_clock::now();
     for (;;) {
       std::size_t first = queues_.size();
       for (std::size_t d = 0; d < queues_.size(); ++d) {
@@ -105,17 +121,17 @@ private:
       bool may_go = first != queues_.size();
       for (std::size_t d = 0; may_go && d < queues_.size(); ++d) {
         const queue& q = queues_[d];
-        may_go = d == first || !q.records.empty() || q.ended || now - q.last_seen >= lag_;
+        may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= 2;
       }
       if (!may_go) break;
       queue& q = queues_[first];
-      held h = std::move(q.records.front());
-      q.records.pop_front();
+      held& h = q.records.front();
       try {
-        inner_->deliver(first, *q.dev, h.stamp, h.bytes.data(), h.bytes.size());
+        inner_->deliver(first, *q.dev, h.stamp, h.data(), h.size);
       } catch (...) {
         on_failure_(first, std::current_exception());
       }
+      q.records.pop_front();
     }
     for (std::size_t d = 0; d < queues_.size(); ++d) {  // a device that ended, with nothing left held
       queue& q = queues_[d];
@@ -130,20 +146,27 @@ private:
   }
 
   // The helper: while records are held, looks again every half lag, so a record waiting only on a
-  // device that went quiet goes out about `merge_lag` after that device's last record.
+  // device that went quiet goes out between one and one and a half `merge_lag` after that device's
+  // last record.
+  bool holding() const {
+    return std::any_of(queues_.begin(), queues_.end(), [](const queue& q) { return !q.records.empty(); });
+  }
+
   void deliver_when_quiet(std::stop_token stop) {
     std::unique_lock lock(mutex_);
     while (!stop.stop_requested()) {
-      const bool holding = std::any_of(queues_.begin(), queues_.end(), [](const queue& q) { return !q.records.empty(); });
-      if (!holding) {
-        cv_.wait(lock, [&] {
-          return stop.stop_requested() ||
-                 std::any_of(queues_.begin(), queues_.end(), [](const queue& q) { return !q.records.empty(); });
-        });
+      if (!holding()) {
+        helper_looking_ = false;
+        cv_.wait(lock, [&] { return stop.stop_requested() || helper_looking_; });
         continue;
       }
       cv_.wait_for(lock, std::max(lag_ / 2, std::chrono::milliseconds(1)), [&] { return stop.stop_requested(); });
-      if (!stop.stop_requested()) deliver_ready(lock);
+      if (stop.stop_requested()) break;
+      for (queue& q : queues_) {  // quiet: nothing arrived in two looks half a lag apart (a lag at least)
+        q.quiet_looks = q.arrivals == q.arrivals_looked ? q.quiet_looks + 1 : 0;
+        q.arrivals_looked = q.arrivals;
+      }
+      deliver_ready(lock);
     }
   }
 
@@ -153,6 +176,7 @@ private:
   std::vector<queue> queues_;
   const std::chrono::milliseconds lag_;
   failure_sink on_failure_;
+  bool helper_looking_ = false;  // under mutex_: the helper is looking every half lag (records are held)
   std::jthread helper_;  // last: started once everything it reads exists, joined first
 };
 
