@@ -348,9 +348,9 @@ TEST_CASE("a consumer that taps into its own full ring gets an error, not a dead
   rx.flush();
   CHECK(written > 0);
   CHECK(written < 100);  // a 1 KiB ring holds fewer than 100 records of 124 bytes
-  CHECK(error == "devtap: a consumer or handler of device 'cpu:0' tapped into that device's full ring: it would "
-                 "wait for space that only its own thread frees (nothing was written; tap from another thread, or "
-                 "use overflow_policy::drop)");
+  CHECK(error == "devtap: a consumer or handler tapped into the full ring of device 'cpu:0' of its own receiver: it "
+                 "would wait for space that only the receiver's readers free, and they may be waiting for it (nothing "
+                 "was written; tap from another thread, or use overflow_policy::drop)");
   rx.close();
   devtap::set_log_sink({});
 }

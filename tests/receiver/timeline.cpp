@@ -287,3 +287,88 @@ TEST_CASE("a merged consumer that throws is reported by close(), and the others 
   CHECK(seen == 20);
   CHECK(rx.stats().total().consumer_errors == 2);
 }
+
+TEST_CASE("records a merged consumer still holds when close() gives up on a device are delivered by close()") {
+  devtap::cpu_client cpus(2);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  struct flags {
+    std::atomic<bool> release{false}, blocked{false};
+  };
+  const auto f = std::make_shared<flags>();
+  std::atomic<int> merged_got{0};
+  {
+    // A lag far beyond the close timeout: only close() can let cpu:1's records by the stuck cpu:0.
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 300ms, .timestamps = true, .merge_lag = 60s});
+    auto stuck = rx.attach<int>([f](const int&) {
+      f->blocked = true;
+      while (!f->release) std::this_thread::sleep_for(1ms);
+    });
+    auto point = rx.attach<int>([&](const int&) { merged_got++; }, devtap::merged);
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(stuck, 0); });  // cpu:0's reader is held
+    cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 10; ++i) ctx.tap(point, i);
+    });
+    while (!f->blocked) std::this_thread::sleep_for(1ms);
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    CHECK(merged_got == 10);  // by close() itself, not later, not never
+  }
+  f->release = true;
+  devtap::set_log_sink({});
+}
+
+TEST_CASE("a merged consumer that taps into its receiver's full ring gets an error, not a deadlock") {
+  devtap::cpu_client cpus(2);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2048, .timestamps = true});
+  const devtap::outfeed to_cpu1 = rx.outfeed(*cpus.cpu_devices()[1]);
+  auto sink = rx.attach<std::array<std::uint8_t, 64>>([](const std::array<std::uint8_t, 64>&) {});
+  std::atomic<int> refused{0};
+  auto echo = rx.attach<int>(
+      [&](const int&) {
+        try {
+          for (int i = 0; i < 100; ++i) to_cpu1.tap(sink, std::array<std::uint8_t, 64>{});
+        } catch (const devtap::outfeed_error&) {
+          refused++;
+        }
+      },
+      devtap::merged);
+  for (auto* d : cpus.cpu_devices())
+    d->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 20; ++i) ctx.tap(echo, i);
+    });
+  rx.close();  // returns: nothing waits on itself
+  devtap::set_log_sink({});
+  CHECK(refused > 0);
+}
+
+TEST_CASE("a merged consumer places a device's unstamped records at their arrival, not before everything") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 5s});
+  std::vector<int> order;
+  auto point = rx.attach<int>([&](const int& v) { order.push_back(v); }, devtap::merged);
+  // cpu:0 taps without stamps (as a CUDA kernel does), through an outfeed on its ring made so.
+  const devtap::outfeed stamped0 = rx.outfeed(*cpus.cpu_devices()[0]);
+  const devtap::outfeed unstamped0(stamped0.ring(), stamped0.policy(), "cpu:0", true, stamped0.receiver_id(), false);
+  rx.outfeed(*cpus.cpu_devices()[1]).tap(point, 1);  // stamped, first
+  std::this_thread::sleep_for(5ms);
+  unstamped0.tap(point, 2);  // later: it must not sort before cpu:1's record
+  std::this_thread::sleep_for(5ms);
+  rx.outfeed(*cpus.cpu_devices()[1]).tap(point, 3);
+  rx.close();
+  CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("ids with the stamp or call bits are no consumer's; a huge merge lag does not overflow") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = std::chrono::milliseconds::max()});
+  std::vector<int> got;
+  auto point = rx.attach<int>([&](const int& v) { got.push_back(v); }, devtap::merged);
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  CHECK_THROWS_AS(out.tap(devtap::tap_point<int>{point.id | devtap::detail::stamped_id_flag, point.fingerprint, point.receiver}, 5),
+                  devtap::outfeed_error);
+  out.tap(point, 1);
+  std::this_thread::sleep_for(20ms);
+  CHECK(got.empty());  // cpu:1 has shown nothing and not ended: held (a lag of max() is not zero)
+  rx.close();
+  CHECK(got == std::vector<int>{1});
+}

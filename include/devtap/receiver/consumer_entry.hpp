@@ -177,6 +177,8 @@ struct consumer_entry {
                            const std::byte* payload, std::size_t size) = 0;
   /** The device's stream ended. */
   virtual void finish(std::size_t device_index, const device& dev) = 0;
+  /** close() is done with the devices: a consumer that holds records back delivers them now. */
+  virtual void close_held() {}
   /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */
   virtual bool accepts(const std::byte* payload, std::size_t size) const {
     (void)payload, (void)size;

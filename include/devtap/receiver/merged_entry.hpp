@@ -29,57 +29,46 @@ namespace detail {
 
 class merged_entry final : public consumer_entry {
 public:
-  /** Reports what the consumer threw, for the device whose record it was given. */
-  using failure_sink = std::function<void(std::size_t device_index, std::exception_ptr)>;
+  /** Reports, for the device whose record it was, what the consumer threw (`error`) or that it had
+   *  returned or failed before (`result`). Called with the entry's lock held. */
+  struct outcome_sink {
+    std::function<void(std::size_t device_index, std::exception_ptr error)> failed;
+    std::function<void(std::size_t device_index, delivery result)> refused;
+  };
 
   /** `inner` is the consumer itself, made for one instance shared by `devices` devices. */
   merged_entry(std::shared_ptr<consumer_entry> inner, std::size_t devices, std::chrono::milliseconds lag,
-               failure_sink on_failure, std::uint32_t receiver_id)
-      : consumer_entry(inner->fingerprint, inner->name), inner_(std::move(inner)), queues_(devices),
-        lag_(std::max(lag, std::chrono::milliseconds(0))), on_failure_(std::move(on_failure)),
-        helper_([this, receiver_id](std::stop_token stop) {
-          receiver_read_here = receiver_id;  // it runs the consumer as the readers do (ring/wake.hpp)
-          deliver_when_quiet(stop);
-        }) {}
+               outcome_sink sink, std::uint32_t receiver_id)
+      : consumer_entry(inner->fingerprint, inner->name),
+        core_(std::make_shared<core>(std::move(inner), devices, lag, std::move(sink))) {
+    // The helper owns the core too: if user code it runs drops the entry's last owner, the entry is
+    // destroyed on the helper (which it then lets go) while the core lives on until the helper ends.
+    helper_ = std::jthread([c = core_, receiver_id](std::stop_token stop) {
+      receiver_read_here = receiver_id;  // it runs the consumer as the readers do (ring/wake.hpp)
+      c->deliver_when_quiet(stop);
+    });
+  }
 
   ~merged_entry() override {
     helper_.request_stop();
-    {
-      std::lock_guard lock(mutex_);
-    }
-    cv_.notify_all();
+    core_->wake_helper();
+    if (helper_.get_id() == std::this_thread::get_id()) helper_.detach();  // else ~jthread joins it
   }
 
   // The record is checked and kept (its bytes copied: the ring frees them when this returns), then
   // whatever is now in order goes out.
   delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
-    if (!inner_->accepts(payload, size)) return delivery::mismatch;
-    std::unique_lock lock(mutex_);
-    queue& q = queues_[device_index];
-    q.dev = &dev;
-    ++q.arrivals;  // (no clock read per record: the helper tells quiet devices by their arrivals)
-    q.quiet_looks = 0;
-    q.records.emplace_back(stamp, payload, size);
-    deliver_ready(lock);
-    // The helper sleeps until something is held; while records are held it looks by itself, so a
-    // record costs no wake-up.
-    if (!helper_looking_ && holding()) {
-      helper_looking_ = true;
-      cv_.notify_one();
-    }
+    if (!core_->inner->accepts(payload, size)) return delivery::mismatch;
+    core_->hand_in(device_index, dev, stamp, payload, size);
     return delivery::delivered;
   }
 
-  void finish(std::size_t device_index, const device& dev) override {
-    std::unique_lock lock(mutex_);
-    queue& q = queues_[device_index];
-    q.dev = &dev;
-    q.ended = true;
-    deliver_ready(lock);
-  }
+  void finish(std::size_t device_index, const device& dev) override { core_->end_of(device_index, dev); }
 
-  bool accepts(const std::byte* payload, std::size_t size) const override { return inner_->accepts(payload, size); }
+  bool accepts(const std::byte* payload, std::size_t size) const override { return core_->inner->accepts(payload, size); }
+
+  void close_held() override { core_->deliver_all_held(); }
 
 private:
   struct held {  // a record's bytes, kept in place when small (most records): no allocation
@@ -97,87 +86,141 @@ private:
   struct queue {
     std::deque<held> records;
     const device* dev = nullptr;
-    std::uint64_t arrivals = 0;          // records handed in so far
-    std::uint64_t arrivals_looked = 0;   // ... when the helper last looked
-    unsigned quiet_looks = 0;            // the helper's looks in a row that saw nothing arrive
-    bool ended = false;
-    bool finished = false;  // the consumer was told this device ended
+    std::uint64_t arrivals = 0;         // records handed in so far
+    std::uint64_t arrivals_looked = 0;  // ... when the helper last looked
+    unsigned quiet_looks = 0;           // the helper's looks in a row that saw nothing arrive
+    bool ended = false;                 // its stream ended (or close() gave up on the rest)
+    bool finished = false;              // the consumer was told it ended
   };
 
-  // Under the lock: delivers every record that is in order now. Returns when the next one must wait
-  // for a device that is neither ahead, ended nor quiet (or nothing is held).
-  void deliver_ready(std::unique_lock<std::mutex>& lock) {
-    (void)lock;
-    for (;;) {
-      std::size_t first = queues_.size();
-      for (std::size_t d = 0; d < queues_.size(); ++d) {
-        const auto& r = queues_[d].records;
-        if (r.empty()) continue;
-        if (first == queues_.size() || std::tuple(r.front().stamp.time_ns, d, r.front().stamp.sequence) <
-                                           std::tuple(queues_[first].records.front().stamp.time_ns, first,
-                                                      queues_[first].records.front().stamp.sequence))
-          first = d;
-      }
-      bool may_go = first != queues_.size();
-      for (std::size_t d = 0; may_go && d < queues_.size(); ++d) {
-        const queue& q = queues_[d];
-        may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= 2;
-      }
-      if (!may_go) break;
-      queue& q = queues_[first];
-      held& h = q.records.front();
-      try {
-        inner_->deliver(first, *q.dev, h.stamp, h.data(), h.size);
-      } catch (...) {
-        on_failure_(first, std::current_exception());
-      }
-      q.records.pop_front();
-    }
-    for (std::size_t d = 0; d < queues_.size(); ++d) {  // a device that ended, with nothing left held
-      queue& q = queues_[d];
-      if (!q.ended || q.finished || !q.records.empty()) continue;
-      q.finished = true;
-      try {
-        inner_->finish(d, *q.dev);
-      } catch (...) {
-        on_failure_(d, std::current_exception());
+  struct core {
+    core(std::shared_ptr<consumer_entry> inner_, std::size_t devices, std::chrono::milliseconds lag_,
+         outcome_sink sink_)
+        : inner(std::move(inner_)), queues(devices), sink(std::move(sink_)),
+          // Half a lag between looks, at least 1 ms, at most an hour (a lag of milliseconds::max()).
+          look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2, std::chrono::milliseconds(1), std::chrono::hours(1))) {}
+
+    std::shared_ptr<consumer_entry> inner;
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<queue> queues;
+    outcome_sink sink;
+    const std::chrono::milliseconds look_every;
+    bool helper_looking = false;  // the helper looks every half lag (records are held)
+
+    void hand_in(std::size_t device_index, const device& dev, record_stamp stamp, const std::byte* payload,
+                 std::size_t size) {
+      // A record its device did not stamp (a CUDA kernel's) is placed at its arrival: time 0 would
+      // put it before everything and hold every other device back.
+      if (!stamp.stamped) stamp.time_ns = stamp_now_ns();
+      std::unique_lock lock(mutex);
+      queue& q = queues[device_index];
+      q.dev = &dev;
+      ++q.arrivals;  // (no clock read per record: the helper tells quiet devices by their arrivals)
+      q.quiet_looks = 0;
+      q.records.emplace_back(stamp, payload, size);
+      deliver_ready();
+      // The helper sleeps until something is held; while records are held it looks by itself, so a
+      // record costs no wake-up.
+      if (!helper_looking && holding()) {
+        helper_looking = true;
+        cv.notify_one();
       }
     }
-  }
 
-  // The helper: while records are held, looks again every half lag, so a record waiting only on a
-  // device that went quiet goes out between one and one and a half `merge_lag` after that device's
-  // last record.
-  bool holding() const {
-    return std::any_of(queues_.begin(), queues_.end(), [](const queue& q) { return !q.records.empty(); });
-  }
-
-  void deliver_when_quiet(std::stop_token stop) {
-    std::unique_lock lock(mutex_);
-    while (!stop.stop_requested()) {
-      if (!holding()) {
-        helper_looking_ = false;
-        cv_.wait(lock, [&] { return stop.stop_requested() || helper_looking_; });
-        continue;
-      }
-      cv_.wait_for(lock, std::max(lag_ / 2, std::chrono::milliseconds(1)), [&] { return stop.stop_requested(); });
-      if (stop.stop_requested()) break;
-      for (queue& q : queues_) {  // quiet: nothing arrived in two looks half a lag apart (a lag at least)
-        q.quiet_looks = q.arrivals == q.arrivals_looked ? q.quiet_looks + 1 : 0;
-        q.arrivals_looked = q.arrivals;
-      }
-      deliver_ready(lock);
+    void end_of(std::size_t device_index, const device& dev) {
+      std::unique_lock lock(mutex);
+      queue& q = queues[device_index];
+      q.dev = q.dev != nullptr ? q.dev : &dev;
+      q.ended = true;
+      deliver_ready();
     }
-  }
 
-  std::shared_ptr<consumer_entry> inner_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<queue> queues_;
-  const std::chrono::milliseconds lag_;
-  failure_sink on_failure_;
-  bool helper_looking_ = false;  // under mutex_: the helper is looking every half lag (records are held)
-  std::jthread helper_;  // last: started once everything it reads exists, joined first
+    // close() is done with the devices (some may have been given up on): what is held goes out now,
+    // in order, rather than after close() returned, or never.
+    void deliver_all_held() {
+      // A reader close() gave up on may be stuck inside the consumer, holding the lock: try for a
+      // while, never hang (what stays held then goes out from the helper, or not at all).
+      std::unique_lock lock(mutex, std::defer_lock);
+      for (int i = 0; i < 200 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!lock.owns_lock()) return;
+      for (queue& q : queues) q.ended = true;
+      deliver_ready();
+    }
+
+    void wake_helper() {
+      { std::lock_guard lock(mutex); }
+      cv.notify_all();
+    }
+
+    bool holding() const {
+      return std::any_of(queues.begin(), queues.end(), [](const queue& q) { return !q.records.empty(); });
+    }
+
+    // Under the lock: delivers every record that is in order now; stops at one that must wait for a
+    // device that is neither ahead, ended nor quiet.
+    void deliver_ready() {
+      for (;;) {
+        std::size_t first = queues.size();
+        for (std::size_t d = 0; d < queues.size(); ++d) {
+          const auto& r = queues[d].records;
+          if (r.empty()) continue;
+          if (first == queues.size() || std::tuple(r.front().stamp.time_ns, d, r.front().stamp.sequence) <
+                                            std::tuple(queues[first].records.front().stamp.time_ns, first,
+                                                       queues[first].records.front().stamp.sequence))
+            first = d;
+        }
+        bool may_go = first != queues.size();
+        for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
+          const queue& q = queues[d];
+          may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= 2;
+        }
+        if (!may_go) break;
+        queue& q = queues[first];
+        held& h = q.records.front();
+        try {
+          const delivery result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
+          if (result != delivery::delivered) sink.refused(first, result);
+        } catch (...) {
+          sink.failed(first, std::current_exception());
+        }
+        q.records.pop_front();
+      }
+      for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
+        queue& q = queues[d];
+        if (!q.ended || q.finished || !q.records.empty() || q.dev == nullptr) continue;
+        q.finished = true;
+        try {
+          inner->finish(d, *q.dev);
+        } catch (...) {
+          sink.failed(d, std::current_exception());
+        }
+      }
+    }
+
+    // The helper: while records are held, looks every half lag, so a record waiting only on a device
+    // that went quiet goes out one to one and a half lags after that device's last record arrived.
+    void deliver_when_quiet(std::stop_token stop) {
+      std::unique_lock lock(mutex);
+      while (!stop.stop_requested()) {
+        if (!holding()) {
+          helper_looking = false;
+          cv.wait(lock, [&] { return stop.stop_requested() || helper_looking; });
+          continue;
+        }
+        cv.wait_for(lock, look_every, [&] { return stop.stop_requested(); });
+        if (stop.stop_requested()) break;
+        for (queue& q : queues) {  // quiet: nothing arrived in two looks half a lag apart
+          q.quiet_looks = q.arrivals == q.arrivals_looked ? q.quiet_looks + 1 : 0;
+          q.arrivals_looked = q.arrivals;
+        }
+        deliver_ready();
+      }
+    }
+  };
+
+  std::shared_ptr<core> core_;
+  std::jthread helper_;
 };
 
 }  // namespace detail

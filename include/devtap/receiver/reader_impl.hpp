@@ -119,12 +119,16 @@ DEVTAP_FUNC void device_reader::end_answers() {
 }
 
 DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
-  const std::uint32_t id = rec.header->consumer_id & ~stamped_id_flag;
+  // The stamp flag counts only where this receiver asked for stamps; there, a record too short to
+  // hold one is a mismatch (its id keeps the flag: no consumer has such an id).
+  const bool stamped = state_.options.timestamps && (rec.header->consumer_id & stamped_id_flag) != 0 &&
+                       rec.payload_bytes >= sizeof(tap_stamp);
+  const std::uint32_t id = stamped ? rec.header->consumer_id & ~stamped_id_flag : rec.header->consumer_id;
   const bool is_call = (id & call_id_flag) != 0;
   record_stamp stamp{0, records_read_++, false};  // unstamped: its place in the stream as read
   const std::byte* payload = rec.payload;
   std::size_t payload_bytes = rec.payload_bytes;
-  if ((rec.header->consumer_id & stamped_id_flag) != 0 && payload_bytes >= sizeof(tap_stamp)) {
+  if (stamped) {
     tap_stamp s;  // timestamps on: the device's time and tap count come first
     std::memcpy(&s, payload, sizeof s);
     stamp = {s.time_ns, s.sequence, true};
@@ -173,7 +177,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
       stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);
       break;
     case delivery::returned_before:
-      add_owned(stream_.ignored, 1);
+      stream_.ignored.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
       break;
   }
 }

@@ -133,15 +133,21 @@ private:
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
     if (merge) {
-      auto on_failure = [state = std::weak_ptr<detail::receiver_state>(state_), consumer = entry->name](
-                            std::size_t device, std::exception_ptr e) {
-        if (const auto s = state.lock()) {
-          s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
-          s->record_failure(*s->streams[device], consumer, std::move(e));
-        }
-      };
+      // A raw pointer: the state owns the entry, so it outlives every call of these (and the helper
+      // thread must never hold the state: it could end up its last owner).
+      detail::receiver_state* s = state_.get();
+      detail::merged_entry::outcome_sink sink{
+          [s, consumer = entry->name](std::size_t device, std::exception_ptr e) {
+            s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
+            s->record_failure(*s->streams[device], consumer, std::move(e));
+          },
+          [s](std::size_t device, detail::delivery result) {
+            auto& stream = *s->streams[device];
+            (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
+                .fetch_add(1, std::memory_order_relaxed);
+          }};
       entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,
-                                                     std::move(on_failure), state_->id);
+                                                     std::move(sink), state_->id);
     }
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);

@@ -149,6 +149,14 @@ DEVTAP_FUNC void receiver::close() {
     if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
     else stream->thread.detach();
   }
+  {  // consumers that hold records back (merged) deliver them now, not after close() returned
+    std::vector<std::shared_ptr<detail::consumer_entry>> entries;
+    {
+      std::lock_guard lock(state.table_mutex);
+      entries = state.entries;
+    }
+    for (auto& entry : entries) entry->close_held();
+  }
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
       stream->ring->release_memory();
@@ -217,6 +225,7 @@ DEVTAP_FUNC receiver_stats receiver::stats() const {
 }
 
 DEVTAP_FUNC const char* receiver::inside(bool devices_too) const {
+  if (detail::receiver_read_here == state_->id) return "a consumer of this receiver";  // a reader, or a merged consumer's helper
   for (const auto& stream : state_->streams) {
     if (stream->thread.get_id() == std::this_thread::get_id()) return "a consumer of this receiver";
     if (devices_too && stream->dev->runs_on_this_thread()) return "the work of one of its devices";

@@ -88,7 +88,8 @@ enum class tap_refusal { none, kernels_only, unattached_point, foreign_point };
 /** Whether `out` refuses a tap through a point with `id` of `receiver`, before claiming anything. */
 inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t receiver) noexcept {
   if (!out.host_can_produce()) return tap_refusal::kernels_only;
-  if (id == end_of_stream_id || receiver == 0) return tap_refusal::unattached_point;
+  // Ids from attach() are small; the top two bits mark calls and stamps, so no point of a receiver has them.
+  if (id == end_of_stream_id || receiver == 0 || id >= stamped_id_flag) return tap_refusal::unattached_point;
   if (receiver != out.receiver_id()) return tap_refusal::foreign_point;  // ids restart in every receiver
   return tap_refusal::none;
 }
@@ -124,8 +125,11 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     stamp.sequence = std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed);
   }
   std::uint64_t pos;
-  // A consumer or handler of this very ring must not wait for space: only its own thread frees it.
-  const bool waits_for_itself = out.policy() == overflow_policy::block && ring_read_here == ring.consumer;
+  // A consumer or handler of this receiver must not wait for space in its rings: its own thread
+  // frees this one, and the reader of another may be waiting for it (a shared or merged consumer's
+  // lock).
+  const bool waits_for_itself = out.policy() == overflow_policy::block &&
+                                (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id());
   switch (claim<host_atomics, host_wait>(ring, bytes, waits_for_itself ? overflow_policy::error : out.policy(), pos)) {
     case claim_status::claimed:
       break;

@@ -43,9 +43,10 @@ namespace detail {
 }
 
 [[noreturn]] DEVTAP_FUNC void throw_waits_for_itself(const outfeed& out) {
-  throw outfeed_error(std::string("devtap: a consumer or handler of device '") + out.device_name() +
-                      "' tapped into that device's full ring: it would wait for space that only its own thread "
-                      "frees (nothing was written; tap from another thread, or use overflow_policy::drop)");
+  throw outfeed_error(std::string("devtap: a consumer or handler tapped into the full ring of device '") +
+                      out.device_name() +
+                      "' of its own receiver: it would wait for space that only the receiver's readers free, and they "
+                      "may be waiting for it (nothing was written; tap from another thread, or use overflow_policy::drop)");
 }
 
 DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc error, std::string_view slot_text) {

@@ -19,9 +19,10 @@ struct tap_info {
   /** With receiver_options::timestamps: when the record was tapped, taken on the device (cpu: the
    *  steady clock). Without: when the receiver handed it over (`stamped` is false). */
   clock::time_point time;
-  /** With timestamps: the device's tap count when it tapped this record, from 0, counting taps
-   *  that were dropped too, so a gap is a lost record. Without: the record's place in its device's
-   *  stream as read (no gaps: drops are not seen). */
+  /** With timestamps: the device's tap count when it tapped this record, from 0, over all its taps
+   *  (every tap point, prints too) and counting taps that were not written (dropped, refused): a
+   *  consumer of one tap point sees gaps for the others' records as well. Without: the record's
+   *  place among every record its device's stream delivered (calls and mismatches included). */
   std::uint64_t sequence;
   /** True when `time` and `sequence` come from the device (timestamps on). */
   bool stamped;
