@@ -20,6 +20,11 @@ TEST_CASE("devices, errors, policies and statistics print with {fmt}") {
   const std::string text = fmt::format("{}", rx.stats());
   CHECK(text == "cpu:0: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored, 0 lost at close\n"
                 "total: 1 records (4 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, 0 consumer errors, 0 ignored, 0 lost at close");
+  devtap::device_stats waited;
+  waited.device = "cpu:3";
+  waited.call_slot_waits = 2;
+  CHECK(fmt::format("{}", waited) == "cpu:3: 0 records (0 bytes), 0 dropped (0 bytes), 0 unknown ids, 0 type mismatches, "
+                                     "0 consumer errors, 0 ignored, 0 lost at close, 2 call(s) waited for a reply slot");
   const devtap::consumer_failure failure{"cpu:1", "bad-callable", "boom", {}};
   CHECK(fmt::format("{}", failure) == "[cpu:1] bad-callable: boom");
 }
