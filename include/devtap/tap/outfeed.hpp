@@ -125,12 +125,15 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     stamp.sequence = std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed);
   }
   std::uint64_t pos;
-  // A consumer or handler of this receiver must not wait for space in its rings: its own thread
-  // frees this one, and the reader of another may be waiting for it (a shared or merged consumer's
-  // lock).
-  const bool waits_for_itself = out.policy() == overflow_policy::block &&
+  claim_status status = try_claim<host_atomics>(ring, bytes, pos) ? claim_status::claimed : claim_status::full;
+  // Only where the ring is full (off the hot path): a consumer or handler of this receiver must not
+  // wait for space in its rings, since its own thread frees this one, and the reader of another may
+  // be waiting for it (a shared or merged consumer's lock).
+  const bool waits_for_itself = status != claim_status::claimed && out.policy() == overflow_policy::block &&
                                 (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id());
-  switch (claim<host_atomics, host_wait>(ring, bytes, waits_for_itself ? overflow_policy::error : out.policy(), pos)) {
+  if (status != claim_status::claimed && !waits_for_itself)
+    status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
+  switch (status) {
     case claim_status::claimed:
       break;
     case claim_status::dropped:
