@@ -8,6 +8,7 @@ packages=(
   g++ meson ninja-build pkg-config   # toolchain
   cmake                              # consumption test of the installed CMake package (CI)
   catch2 libfmt-dev                  # tests, formatting
+  nlohmann-json3-dev                 # trace file tests: JSON escaping checked against it
   clang-16 libclang-rt-16-dev        # second compiler and its sanitizer runtimes (CI)
   llvm-16                            # /usr/bin/llvm-symbolizer-16: clang-16's sanitizers need it (CI)
   libboost-dev libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox   # benchmarks
