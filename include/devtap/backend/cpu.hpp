@@ -51,6 +51,12 @@ public:
   template <class Req, class Rep>
   Rep call(const call_point<Req, Rep>& point, const Req& request) const;
 
+  /** Marks a span of this work's time: `auto s = ctx.scope("forward");` taps its begin now and its
+   *  end when `s` is destroyed (or at `s.end()`), as records in order with this work's taps. The
+   *  receiver's trace file draws it; consumers of devtap::scope_event receive both ends. Throws
+   *  `outfeed_error` as `tap` does. */
+  [[nodiscard]] scope_guard scope(std::string_view name) const;
+
 private:
   cpu_device* device_;
 };
@@ -135,6 +141,10 @@ template <class T>
 void cpu_context::tap(const tap_point<T>& point, const T& value) const {
   const outfeed out = device_->attached_outfeed("tap");  // a copy: the receiver may go while this tap waits
   out.tap(point, value);
+}
+
+inline scope_guard cpu_context::scope(std::string_view name) const {
+  return scope_guard(device_->attached_outfeed("scope"), name);  // the guard holds a copy of the outfeed
 }
 
 template <class Req, class Rep>

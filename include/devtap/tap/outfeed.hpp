@@ -11,6 +11,7 @@
 #include <devtap/ring/produce.hpp>
 #include <devtap/tap/call_point.hpp>
 #include <devtap/tap/codec.hpp>
+#include <devtap/tap/scope.hpp>
 #include <devtap/tap/tap_info.hpp>
 #include <devtap/tap/tap_point.hpp>
 
@@ -21,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -42,6 +44,17 @@ public:
    *  failures: the result says why there is no answer (docs/call.md). Host threads and CUDA threads. */
   template <class Req, class Rep>
   DEVTAP_HOST_DEVICE call_result<Rep> call(const call_point<Req, Rep>& point, const Req& request) const;
+
+  /** Marks the beginning of scope `id` on this device: a record like a tap, in order with this
+   *  thread's taps, that consumers of scope_event and the trace file see (docs/timeline.md). Refused,
+   *  dropped or blocking as a tap is. Host threads and CUDA threads. */
+  DEVTAP_HOST_DEVICE void scope_begin(std::uint32_t id) const {
+    tap(detail::scope_point(receiver_id_), scope_event{id, scope_phase::begin, {}});
+  }
+  /** Marks the end of scope `id` (see scope_begin). */
+  DEVTAP_HOST_DEVICE void scope_end(std::uint32_t id) const {
+    tap(detail::scope_point(receiver_id_), scope_event{id, scope_phase::end, {}});
+  }
 
   /** True when this handle refers to a ring. */
   DEVTAP_HOST_DEVICE explicit operator bool() const noexcept { return ring_.data != nullptr; }
@@ -217,6 +230,34 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
 }
 
 }  // namespace detail
+
+/** A named scope on a host thread: begins when made, ends when destroyed or at `end()`. Both ends
+ *  carry the name (copied) and its id, `scope_id(name)`. `cpu_context::scope` makes one. */
+class scope_guard {
+public:
+  /** Taps the begin; throws as a tap does (outfeed_error). */
+  scope_guard(const outfeed& out, std::string_view name);
+  scope_guard(scope_guard&& other) noexcept
+      : out_(other.out_), name_(std::move(other.name_)), id_(other.id_), open_(std::exchange(other.open_, false)) {}
+  scope_guard(const scope_guard&) = delete;
+  scope_guard& operator=(const scope_guard&) = delete;
+  scope_guard& operator=(scope_guard&&) = delete;
+  /** Ends the scope if `end()` did not; never throws: an end that cannot be tapped is logged. */
+  ~scope_guard();
+  /** Taps the end now; throws as a tap does. Later calls, and the destructor, do nothing. */
+  void end();
+  std::uint32_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+
+private:
+  void tap_phase(scope_phase phase) const {
+    out_.tap(detail::scope_point(out_.receiver_id()), scope_event{id_, phase, {name_.data(), name_.size()}});
+  }
+  outfeed out_;
+  std::string name_;
+  std::uint32_t id_;
+  bool open_ = false;
+};
 
 template <class Req, class Rep>
 DEVTAP_HOST_DEVICE call_result<Rep> outfeed::call(const call_point<Req, Rep>& point, const Req& request) const {

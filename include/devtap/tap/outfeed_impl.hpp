@@ -1,6 +1,7 @@
 #pragma once
 // The definitions of the host tap's refusals (declared in outfeed.hpp): included by that header when
 // header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/log.hpp>
 #include <devtap/tap/outfeed.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -80,5 +81,24 @@ DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc erro
 }
 
 }  // namespace detail
+
+DEVTAP_FUNC scope_guard::scope_guard(const outfeed& out, std::string_view name)
+    : out_(out), name_(name), id_(scope_id(name)) {
+  tap_phase(scope_phase::begin);
+  open_ = true;
+}
+
+DEVTAP_FUNC void scope_guard::end() {
+  if (!std::exchange(open_, false)) return;
+  tap_phase(scope_phase::end);
+}
+
+DEVTAP_FUNC scope_guard::~scope_guard() {
+  try {
+    end();
+  } catch (const std::exception& e) {  // a destructor must not throw: the span stays open in the trace
+    log(log_level::warn, "scope '{}' on device '{}' could not be ended: {}", name_, out_.device_name(), e.what());
+  }
+}
 
 DEVTAP_END_NAMESPACE
