@@ -1,9 +1,10 @@
 // What the timeline costs (docs/timeline.md, docs/performance.md): 4 cpu devices each tap 16 B
 // records into one receiver, read by one consumer shared by all devices, with and without
-// receiver_options::timestamps, and merged (devtap::merged: one consumer in tap-time order).
-// Runs interleaved; records/s over all devices, median of the reps.
+// receiver_options::timestamps, merged (devtap::merged: one consumer in tap-time order), recorded
+// (record_file) and traced (trace_file: every record one JSON event). Runs interleaved; records/s
+// over all devices, median of the reps. The files go to DIR (default /tmp) and are removed.
 //
-//   devtap-bench-timeline [--reps N] [--records N] [--smoke]
+//   devtap-bench-timeline [--reps N] [--records N] [--dir DIR] [--smoke]
 #include "common.hpp"
 
 #include <devtap/backend/cpu.hpp>
@@ -15,16 +16,31 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
 using value = std::array<std::uint64_t, 2>;  // 16 B
 
-enum class mode { plain, stamped, merged };
-const char* name_of(mode m) { return m == mode::plain ? "shared" : m == mode::stamped ? "shared+timestamps" : "merged"; }
+enum class mode { plain, stamped, merged, recorded, traced };
+constexpr mode modes[] = {mode::plain, mode::stamped, mode::merged, mode::recorded, mode::traced};
+const char* name_of(mode m) {
+  switch (m) {
+    case mode::plain: return "shared";
+    case mode::stamped: return "shared+timestamps";
+    case mode::merged: return "merged";
+    case mode::recorded: return "stamped+record_file";
+    case mode::traced: return "stamped+trace_file";
+  }
+  return "?";
+}
+
+std::string dir = "/tmp";
 
 double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
   const auto devices = cpus.cpu_devices();
@@ -33,6 +49,9 @@ double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
   o.budget_bytes = devices.size() << 20;
   o.timestamps = m != mode::plain;
   o.name = "bench-timeline";
+  const std::string file = dir + "/devtap-bench-timeline." + std::to_string(::getpid());
+  if (m == mode::recorded) o.record_file = file;
+  if (m == mode::traced) o.trace_file = file;
   devtap::receiver rx(o);
   std::atomic<std::uint64_t> sum{0};
   std::uint64_t local = 0;
@@ -48,8 +67,9 @@ double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
     }));
   const std::uint64_t t0 = gate.open();
   for (auto& w : works) w.get();
-  rx.close();  // every record delivered (merged: all held ones too)
+  rx.close();  // every record delivered (merged: all held ones too), the files written and closed
   const double s = static_cast<double>(bench::now_ns() - t0) * 1e-9;
+  std::remove(file.c_str());
   sum += local;
   const std::uint64_t expected = devices.size() * (per_device * (per_device - 1) / 2);
   if (sum.load() != expected) throw std::runtime_error(std::string(name_of(m)) + ": a record was lost or duplicated");
@@ -65,26 +85,30 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--records" && i + 1 < argc) per_device = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--smoke") reps = 1, per_device = 2000;
     else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--smoke]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--dir DIR] [--smoke]\n", argv[0]);
       return 2;
     }
   }
   devtap::cpu_client cpus(4);
-  const mode modes[] = {mode::plain, mode::stamped, mode::merged};
-  std::vector<double> rates[3];
+  constexpr int n = static_cast<int>(std::size(modes));
+  std::vector<double> rates[n];
   for (int r = 0; r < reps; ++r)
-    for (int k = 0; k < 3; ++k) rates[k].push_back(run(cpus, modes[k], per_device));
+    for (int k = 0; k < n; ++k) rates[k].push_back(run(cpus, modes[k], per_device));
   std::printf("devtap timeline: 4 cpu devices, 16 B records, %llu per device, one consumer; %d rep(s)\n",
               static_cast<unsigned long long>(per_device), reps);
   const double plain = bench::summarize(rates[0]).median;
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < n; ++k) {
     const bench::summary s = bench::summarize(rates[k]);
     std::printf("%-20s %10.2f M records/s  [%.2f - %.2f]  x shared %.2f\n", name_of(modes[k]), s.median * 1e-6,
                 s.min * 1e-6, s.max * 1e-6, s.median / plain);
   }
   const double stamped = bench::summarize(rates[1]).median, merged = bench::summarize(rates[2]).median;
   std::printf("merged x unmerged (both with timestamps): %.2f (issue 16 target >= 0.5)\n", merged / stamped);
+  std::printf("recording x without (both with timestamps): %.2f (issue 16 target >= 0.8)\n",
+              bench::summarize(rates[3]).median / stamped);
+  std::printf("trace writing: %.2f M events/s end to end (issue 16 target >= 1)\n", bench::summarize(rates[4]).median * 1e-6);
   return 0;
 }

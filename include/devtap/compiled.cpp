@@ -17,6 +17,9 @@
 #include <devtap/receiver/options_impl.hpp>
 #include <devtap/receiver/reader_impl.hpp>
 #include <devtap/receiver/receiver_impl.hpp>
+#include <devtap/receiver/recording_impl.hpp>
+#include <devtap/receiver/trace_writer_impl.hpp>
+#include <devtap/replay_impl.hpp>
 #include <devtap/receiver/report_impl.hpp>
 #include <devtap/tap/outfeed_impl.hpp>
 #if defined(DEVTAP_WITH_CUDA)

@@ -9,4 +9,5 @@
 #include <devtap/errors.hpp>
 #include <devtap/log.hpp>
 #include <devtap/receiver.hpp>
+#include <devtap/replay.hpp>
 #include <devtap/print.hpp>

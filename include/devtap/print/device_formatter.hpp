@@ -24,6 +24,7 @@
 #include <ctime>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -44,6 +45,8 @@ struct print_host_state {
   std::shared_ptr<print_counters> counters;
   std::chrono::steady_clock::time_point start;
   std::mutex sink_mutex;  // callables only: a FILE locks itself per fwrite
+  // The receiver's trace file, when it has one: every line also goes there (device, time in ns, text).
+  std::function<void(const device&, std::uint64_t, std::string_view)> trace_line;
 };
 
 // Most records (and bytes) one device may hold back while it waits for a format's definition.
@@ -56,7 +59,8 @@ public:
   explicit print_device_formatter(std::shared_ptr<print_host_state> state)
       : state_(std::move(state)), counters_(&state_->counters->add_device()) {}
 
-  void on_record(const device& dev, std::span<const std::byte> bytes) {
+  void on_record(const device& dev, std::span<const std::byte> bytes, std::uint64_t time_ns = 0) {
+    time_ns_ = time_ns;
     const print_record_view r = parse_print_record(bytes.data(), bytes.size());
     if (r.has_definition) learn_definition(r);
     if (pending_.empty() && format(dev, r)) return;
@@ -211,6 +215,8 @@ private:
   }
 
   void write(const device& dev) {
+    if (state_->trace_line)
+      state_->trace_line(dev, time_ns_, std::string_view(line_.data(), line_.size() - (line_.size() == 0 ? 0 : 1)));
     const print_sink& sink = state_->options.sink;
     if (sink.callback()) {
       std::lock_guard lock(state_->sink_mutex);
@@ -242,6 +248,7 @@ private:
   const print_format_def* last_def_ = nullptr;
   std::deque<std::vector<std::byte>> pending_;
   std::size_t pending_bytes_ = 0;
+  std::uint64_t time_ns_ = 0;  // the time of the record being formatted (for the trace)
 };
 
 }  // namespace detail

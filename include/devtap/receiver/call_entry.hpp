@@ -54,7 +54,9 @@ class call_entry final : public consumer_entry {
 public:
   call_entry(std::string name_, Fn fn, bool shared, std::vector<ring_view> rings)
       : consumer_entry(call_fingerprint_v<Req, Rep>, std::move(name_), true), fn_(std::move(fn)),
-        shared_(shared && rings.size() > 1), rings_(std::move(rings)) {}
+        shared_(shared && rings.size() > 1), rings_(std::move(rings)) {
+    kind = point_kind::call;
+  }
 
   // A handler that threw keeps answering later calls (each failure is that call's alone); the
   // reader keeps what it threw for close().
@@ -88,6 +90,10 @@ public:
     return delivery::delivered;
   }
   void finish(std::size_t, const device&) override {}
+  void describe(const std::byte* payload, std::size_t size, std::string& out) const override {  // the request
+    if (size >= sizeof(call_request)) describe_as<Req>(payload + sizeof(call_request), size - sizeof(call_request), out);
+    else consumer_entry::describe(payload, size, out);
+  }
 
 private:
   Rep invoke(const Req& request, const device& dev) {

@@ -1,6 +1,8 @@
 #pragma once
 /** How the receiver holds attached consumers without knowing their types (internal). */
 #include <devtap/backend/device.hpp>
+#include <devtap/tap/json_value.hpp>
+#include <devtap/receiver/record_sink.hpp>
 #include <devtap/tap/codec.hpp>
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/tap/fingerprint.hpp>
@@ -184,11 +186,35 @@ struct consumer_entry {
     (void)payload, (void)size;
     return true;
   }
+  /** Appends the value as a JSON object, for the trace file's event arguments: its fields where it
+   *  decodes as this consumer's type, else its size. */
+  virtual void describe(const std::byte* payload, std::size_t size, std::string& out) const {
+    (void)payload;
+    out += "{\"bytes\":";
+    append_json_number(out, size);
+    out += '}';
+  }
 
   const std::uint64_t fingerprint;
   const std::string name;
   const bool answers_calls;  // a call handler (receiver::serve): its records are calls, answered in their slot
+  // Set by attach() before the entry is published: what the trace and recording call its records.
+  point_kind kind = point_kind::tap;
 };
+
+/** describe() for a consumer of T: the decoded value's fields, or the size of what does not decode. */
+template <class T>
+void describe_as(const std::byte* payload, std::size_t size, std::string& out) {
+  if constexpr (receivable<T>) {
+    if (const std::optional<T> value = decode_value<T>(payload, size)) {
+      append_json_args(out, *value);
+      return;
+    }
+  }
+  out += "{\"bytes\":";
+  append_json_number(out, size);
+  out += ",\"undecodable\":true}";
+}
 
 /** A coroutine per device, or a single instance shared by all devices. It keeps the factory
  *  alive: a capturing lambda that is itself the coroutine refers to its captures through it. */
@@ -234,6 +260,9 @@ public:
     if constexpr (!receivable<T>) return false;
     else if constexpr (copied_on_resume_v<T>) return size == sizeof(T);
     else return decode_value<T>(payload, size).has_value();
+  }
+  void describe(const std::byte* payload, std::size_t size, std::string& out) const override {
+    describe_as<T>(payload, size, out);
   }
 
   void finish(std::size_t device_index, const device& dev) override {
@@ -306,6 +335,9 @@ public:
   bool accepts(const std::byte* payload, std::size_t size) const override {
     if constexpr (!receivable<T>) return false;
     else return decode_value<T>(payload, size).has_value();
+  }
+  void describe(const std::byte* payload, std::size_t size, std::string& out) const override {
+    describe_as<T>(payload, size, out);
   }
 
 private:

@@ -67,6 +67,9 @@ public:
   void finish(std::size_t device_index, const device& dev) override { core_->end_of(device_index, dev); }
 
   bool accepts(const std::byte* payload, std::size_t size) const override { return core_->inner->accepts(payload, size); }
+  void describe(const std::byte* payload, std::size_t size, std::string& out) const override {
+    core_->inner->describe(payload, size, out);
+  }
 
   void close_held() override { core_->deliver_all_held(); }
 

@@ -30,6 +30,14 @@ struct receiver_options {
    *  has shown a later one, ended, or sent nothing for this long: the larger, the fewer records
    *  out of order behind a slow device; the smaller, the sooner each is delivered. */
   std::chrono::milliseconds merge_lag = std::chrono::milliseconds(10);
+  /** Writes every record of the receiver to this file as a Chrome Trace Event JSON file
+   *  (ui.perfetto.dev, chrome://tracing): one track per device, taps as instant events with their
+   *  fields, scopes as spans, prints as log events, drops and errors as markers. Complete when
+   *  close() returns. Empty: none. */
+  std::string trace_file{};
+  /** Writes every record raw to this file, with the names of its points and devices, for
+   *  devtap::replay and the devtap-recording tool. Complete when close() returns. Empty: none. */
+  std::string record_file{};
 };
 
 namespace detail {

@@ -8,11 +8,13 @@
 #include <devtap/log.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
 #include <devtap/receiver/options.hpp>
+#include <devtap/receiver/record_sink.hpp>
 #include <devtap/ring/close.hpp>
 #include <devtap/ring/memory.hpp>
 #include <devtap/ring/read.hpp>
 #include <devtap/ring/wake.hpp>
 #include <devtap/tap/outfeed.hpp>
+#include <devtap/tap/scope.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -82,6 +84,15 @@ struct receiver_state {
   std::mutex done_mutex;
   std::condition_variable done_cv;
 
+  // The trace file and the recording (receiver_options::trace_file, record_file): made before the
+  // readers start, closed by close() after them; each reader feeds them every record it reads.
+  std::vector<std::unique_ptr<record_sink>> sinks;
+
+  /** Tells every sink (a marker on `stream`'s track, at the time of this call). */
+  void mark(const device_stream& stream, marker_kind kind, std::uint64_t count, std::string_view text) {
+    for (auto& sink : sinks) sink->marker(stream.index, stamp_now_ns(), kind, count, text);
+  }
+
   /** Exceptions kept per consumer and device; later ones are counted (a callable that throws on
    *  every record must not grow memory without bound). */
   static constexpr std::uint64_t kept_failures_per_source = 16;
@@ -126,6 +137,13 @@ private:
 
   void dispatch(const record_ref& rec);
 
+  // Hands a record to one consumer and counts what came of it; true when it was delivered.
+  bool hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call, const record_stamp& stamp,
+                 const std::byte* payload, std::size_t payload_bytes);
+
+  void to_sinks(std::uint32_t id, const record_ref& rec, record_stamp stamp, const std::byte* payload,
+                std::size_t payload_bytes);
+
   // A call no handler answers (none, or of other types): answered with `error`, so its caller
   // fails at once instead of waiting for ever.
   void refuse_call(const record_ref& rec, call_errc error, std::string_view why);
@@ -161,6 +179,8 @@ private:
   device_stream& stream_;
   ring_reader reader_;
   std::vector<std::shared_ptr<consumer_entry>> table_;
+  std::vector<point_description> points_;          // by table index, for the sinks
+  std::vector<consumer_entry*> scope_consumers_;   // every consumer of scope_event (in table_)
   std::uint32_t table_version_ = ~0u;
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records

@@ -21,6 +21,7 @@ DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std
   }
   log(log_level::error, "receiver '{}': consumer '{}' on {} threw: {} (postponed to close())", name, consumer_name,
       stream.device_name, message);
+  mark(stream, marker_kind::error, 1, "consumer '" + consumer_name + "' threw: " + message);
   std::lock_guard lock(failures_mutex);
   failures.push_back({stream.device_name, std::move(consumer_name), std::move(message), std::move(error)});
 }
@@ -103,6 +104,13 @@ DEVTAP_FUNC bool device_reader::refresh_table() {
   std::lock_guard lock(state_.table_mutex);
   table_ = state_.entries;
   table_version_ = state_.table_version.load(std::memory_order_relaxed);
+  scope_consumers_.clear();
+  for (const auto& entry : table_)
+    if (entry->kind == point_kind::scope) scope_consumers_.push_back(entry.get());
+  if (!state_.sinks.empty())
+    for (std::size_t i = points_.size(); i < table_.size(); ++i)
+      points_.push_back({static_cast<std::uint32_t>(i + 1) | (table_[i]->answers_calls ? call_id_flag : 0), table_[i]->kind,
+                         table_[i]->fingerprint, table_[i]->name});
   return true;
 }
 
@@ -135,51 +143,86 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
     payload += sizeof s;
     payload_bytes -= sizeof s;
   }
+  if (!state_.sinks.empty()) to_sinks(id, rec, stamp, payload, payload_bytes);
+  if (id == scope_record_id) {  // every consumer of scope_event gets it; none is not an error
+    refresh_table();
+    bool delivered = false;
+    for (consumer_entry* entry : scope_consumers_)
+      delivered = hand_over(*entry, rec, id, false, stamp, payload, payload_bytes) || delivered;
+    if (delivered) ++delivered_records_, delivered_bytes_ += payload_bytes;
+    return;
+  }
   consumer_entry* entry = lookup(id);
   if (entry == nullptr) {
     add_owned(stream_.unknown_ids, 1);
     if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
-    if (stream_.unknown_by_id[id]++ == 0)
+    if (stream_.unknown_by_id[id]++ == 0) {
       log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
           state_.name, id, stream_.device_name);
+      state_.mark(stream_, marker_kind::error, 1, "record for unknown consumer id " + std::to_string(id) + " (skipped)");
+    }
     return;
   }
+  if (hand_over(*entry, rec, id, is_call, stamp, payload, payload_bytes)) ++delivered_records_, delivered_bytes_ += payload_bytes;
+}
+
+DEVTAP_FUNC bool device_reader::hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call,
+                                          const record_stamp& stamp, const std::byte* payload, std::size_t payload_bytes) {
   delivery result = delivery::mismatch;
-  const bool fits = rec.header->fingerprint == entry->fingerprint && entry->answers_calls == is_call;
+  const bool fits = rec.header->fingerprint == entry.fingerprint && entry.answers_calls == is_call;
   if (fits) {
     try {
-      result = entry->deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
+      result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
     } catch (...) {
       stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
-      state_.record_failure(stream_, entry->name, std::current_exception());
-      return;
+      state_.record_failure(stream_, entry.name, std::current_exception());
+      return false;
     }
   }
   switch (result) {
     case delivery::delivered:
-      ++delivered_records_;
-      delivered_bytes_ += payload_bytes;
-      break;
+      return true;
     case delivery::mismatch:
       add_owned(stream_.mismatches, 1);
       if (is_call && !fits)  // (else the handler answered it)
         refuse_call(rec, call_errc::type_mismatch,
-                    entry->answers_calls ? "the handler behind this call_point takes or returns other types"
-                                         : "this point is a consumer's, not a handler's");
-      if (stream_.mismatch_by_id[id]++ == 0)
+                    entry.answers_calls ? "the handler behind this call_point takes or returns other types"
+                                        : "this point is a consumer's, not a handler's");
+      if (stream_.mismatch_by_id[id]++ == 0) {
         log(log_level::error,
             "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
             "{} payload bytes; skipped; logged once)",
-            state_.name, entry->name, stream_.device_name, rec.header->fingerprint, entry->fingerprint,
+            state_.name, entry.name, stream_.device_name, rec.header->fingerprint, entry.fingerprint,
             rec.payload_bytes);
-      break;
+        state_.mark(stream_, marker_kind::error, 1, "record for consumer '" + entry.name + "' does not match its type (skipped)");
+      }
+      return false;
     case delivery::failed_before:
       stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);
-      break;
+      return false;
     case delivery::returned_before:
       stream_.ignored.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
-      break;
+      return false;
   }
+  return false;
+}
+
+DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const record_ref& rec, record_stamp stamp,
+                                         const std::byte* payload, std::size_t payload_bytes) {
+  static const point_description scope_description{scope_record_id, point_kind::scope, type_fingerprint_v<scope_event>,
+                                                   "scope"};
+  if (!stamp.stamped) stamp.time_ns = stamp_now_ns();  // sinks place an unstamped record at its arrival
+  const point_description* point = nullptr;
+  const consumer_entry* entry = nullptr;
+  if (id == scope_record_id) {
+    point = &scope_description;
+  } else if ((entry = lookup(id)) != nullptr) {
+    point = &points_[(id & ~call_id_flag) - 1];
+  }
+  const std::uint64_t dropped =
+      std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
+  const sink_record r{stream_.index, id, rec.header->fingerprint, stamp, payload, payload_bytes, dropped};
+  for (auto& sink : state_.sinks) sink->record(r, point, entry);
 }
 
 DEVTAP_FUNC void device_reader::end_stream() {
@@ -193,6 +236,11 @@ DEVTAP_FUNC void device_reader::end_stream() {
   }
   stream_.consumed.store(reader_.position(), std::memory_order_release);
   end_answers();
+  if (!state_.sinks.empty()) {
+    const std::uint64_t dropped =
+        std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
+    for (auto& sink : state_.sinks) sink->end(stream_.index, stamp_now_ns(), dropped);
+  }
   log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
   state_.mark_finished(stream_);
 }
@@ -208,9 +256,11 @@ DEVTAP_FUNC void device_reader::count_lost() {
   reader_.publish();
   end_answers();
   stream_.lost_at_close.store(lost, std::memory_order_relaxed);
-  if (lost != 0)
+  if (lost != 0) {
     log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
         state_.name, lost, stream_.device_name);
+    state_.mark(stream_, marker_kind::lost, lost, "records left in the ring when close() gave up on the device");
+  }
   stream_.reader_exited.store(true, std::memory_order_release);
 }
 
@@ -235,6 +285,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
   stream_.failure = "malformed record on device '" + stream_.device_name + "' at ring offset " +
                     std::to_string(reader_.offset()) + " (" + describe_malformed(rec) + "): its stream was stopped" + left;
   log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
+  state_.mark(stream_, marker_kind::error, 1, stream_.failure);
   end_answers();  // blocked producers and waiting callers must not wait for a stopped reader
   publish_progress();
   state_.mark_finished(stream_);

@@ -16,11 +16,14 @@
 #include <devtap/receiver/open_receivers.hpp>
 #include <devtap/receiver/options.hpp>
 #include <devtap/receiver/reader.hpp>
+#include <devtap/receiver/recording.hpp>
 #include <devtap/receiver/report.hpp>
 #include <devtap/receiver/stats.hpp>
+#include <devtap/receiver/trace_writer.hpp>
 #include <devtap/ring/close.hpp>
 #include <devtap/tap/fingerprint.hpp>
 #include <devtap/tap/outfeed.hpp>
+#include <devtap/tap/scope.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +43,10 @@
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+struct receiver_access;
+}
 
 /** Drains the rings of a set of devices into consumers attached with `attach`. At most one per device. */
 class receiver {
@@ -114,12 +121,16 @@ public:
   /** Counters per device (safe to call at any time). */
   receiver_stats stats() const;
 
+  /** Names a kernel's scope id (out.scope_begin(id)) in the trace file and the recording. */
+  void name_scope(std::uint32_t id, std::string_view name);
+
   /** The name given in the options (or "receiver"). */
   const std::string& name() const noexcept { return state_->name; }
 
 private:
   template <class T, class Fn>
-  tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name, bool merge = false) {
+  tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name, bool merge = false,
+                           detail::point_kind kind = detail::point_kind::tap) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
     if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
     const std::size_t devices = state_->streams.size();
@@ -132,6 +143,7 @@ private:
                                                                  devices);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
+    entry->kind = std::is_same_v<T, scope_event> ? detail::point_kind::scope : kind;  // scope: also fed every scope
     if (merge) {
       // A raw pointer: the state owns the entry, so it outlives every call of these (and the helper
       // thread must never hold the state: it could end up its last owner).
@@ -146,8 +158,10 @@ private:
             (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
                 .fetch_add(1, std::memory_order_relaxed);
           }};
+      const detail::point_kind kind = entry->kind;
       entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,
                                                      std::move(sink), state_->id);
+      entry->kind = kind;
     }
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);
@@ -182,10 +196,36 @@ private:
 
   detail::device_stream& stream_of(const device& dev) const;
 
+  // Closes the trace file and the recording; their write errors, as failures for close() to report.
+  std::vector<consumer_failure> close_sinks();
+
+  friend struct detail::receiver_access;
+
   std::shared_ptr<detail::receiver_state> state_;
   std::atomic<bool> closed_{false};
   std::mutex close_mutex_;
 };
+
+namespace detail {
+/** What devtap's own consumers (the printer) need of a receiver beyond its public face. */
+struct receiver_access {
+  /** Attaches a printer's consumer: the trace draws its lines (line_sink), not its records. */
+  template <class T, class Fn>
+  static tap_point<T> attach_printer(receiver& rx, Fn fn, std::string name) {
+    return rx.attach_impl<T>(std::move(fn), false, std::move(name), false, point_kind::print);
+  }
+  /** Hands a printed line to the trace file (if any): `dev` is one of the receiver's devices. */
+  static std::function<void(const device&, std::uint64_t, std::string_view)> line_sink(receiver& rx) {
+    if (rx.state_->sinks.empty()) return {};
+    receiver_state* s = rx.state_.get();  // the printer's consumer is the state's: it never outlives it
+    return [s](const device& dev, std::uint64_t time_ns, std::string_view text) {
+      for (const auto& stream : s->streams)
+        if (stream->dev == &dev)
+          for (auto& sink : s->sinks) sink->line(stream->index, time_ns, text);
+    };
+  }
+};
+}  // namespace detail
 
 DEVTAP_END_NAMESPACE
 

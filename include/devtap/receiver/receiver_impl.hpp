@@ -22,6 +22,20 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     throw std::invalid_argument("devtap: receiver '" + state_->name + "': budget_bytes " +
                                 std::to_string(options.budget_bytes) + " leaves less than 256 bytes per device");
   state_->options = std::move(options);
+  {  // before any device is attached: a file that cannot be opened leaves nothing behind
+    const std::uint64_t origin = detail::stamp_now_ns();
+    std::vector<std::string> names;
+    std::vector<detail::recorded_device> recorded;
+    for (device* d : devs) {
+      names.push_back(d->name());
+      recorded.push_back({d->id(), std::string(d->platform()), d->name()});
+    }
+    if (!state_->options.trace_file.empty())
+      state_->sinks.push_back(std::make_unique<detail::trace_writer>(state_->options.trace_file, state_->name, names, origin));
+    if (!state_->options.record_file.empty())
+      state_->sinks.push_back(std::make_unique<detail::recording_writer>(state_->options.record_file, state_->name, recorded,
+                                                                         state_->options.timestamps, origin));
+  }
 
   for (std::size_t i = 0; i < devs.size(); ++i) {
     auto stream = std::make_unique<detail::device_stream>();
@@ -157,6 +171,7 @@ DEVTAP_FUNC void receiver::close() {
     }
     for (auto& entry : entries) entry->close_held();
   }
+  std::vector<consumer_failure> file_failures = close_sinks();
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
       stream->ring->release_memory();
@@ -173,6 +188,7 @@ DEVTAP_FUNC void receiver::close() {
   {
     std::lock_guard lock(state.failures_mutex);
     failures = state.failures;
+    failures.insert(failures.end(), file_failures.begin(), file_failures.end());
     for (const auto& [source, thrown] : state.failures_by_source)
       if (thrown > state.kept_failures_per_source)
         failures.push_back({source.first, source.second,
@@ -252,6 +268,21 @@ DEVTAP_FUNC void receiver::abandon_all() {
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();
   }
+  (void)close_sinks();  // what was read is in the files (logged if it could not be written)
+}
+
+DEVTAP_FUNC std::vector<consumer_failure> receiver::close_sinks() {
+  std::vector<consumer_failure> failures;
+  for (auto& sink : state_->sinks)
+    if (std::string error = sink->close(); !error.empty()) {
+      log(log_level::error, "receiver '{}': {}", state_->name, error);
+      failures.push_back({"(all devices)", "receiver_options", std::move(error), {}});
+    }
+  return failures;
+}
+
+DEVTAP_FUNC void receiver::name_scope(std::uint32_t id, std::string_view name) {
+  for (auto& sink : state_->sinks) sink->name_scope(id, name);
 }
 
 DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {

@@ -1,0 +1,172 @@
+#pragma once
+/** The recording (receiver_options::record_file): every record a receiver reads, written raw, with
+ *  the names of its points and devices, so that `devtap::replay` re-delivers it later and
+ *  `devtap-recording` summarises it or converts it to a trace file (docs/timeline.md has the layout).
+ *  Internal: the format, its writer and its reader. */
+#include <devtap/config.hpp>
+#include <devtap/receiver/record_sink.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// ---- the format: little-endian (the host's), every piece a multiple of 8 bytes ----------------
+// file    := magic(8) version(u32) flags(u32) origin_ns(u64) header_bytes(u64) header chunk*
+// header  := receiver name (str), device count (u32), per device: id (u32) platform (str) name (str)
+// str     := length (u32) bytes; the header is padded with zeros to a multiple of 8
+// chunk   := type (u32) device (u32) body_bytes (u64) body (padded to 8)
+//   point       body: id (u32) kind (u32) fingerprint (u64) name (str)   (before any record of it)
+//   scope_name  body: id (u32) name (str)
+//   records     body: entry*, one device's, in the order its reader read them
+// entry   := word (u32) bytes (u32) [fingerprint (u64)] time... payload (padded to 8)
+//   word: the record's id (call flag kept, stamp flag set when the record was stamped), or 0 for a marker
+//   bytes: the payload's size; its top bit says the fingerprint follows (it differs from the point's)
+//   a stamped record: time_ns (u64) sequence (u64); an unstamped one: the time it was read (u64)
+//   a marker (word 0): time_ns (u64) kind (u32) 0 (u32) count (u64), then `bytes` of text; kind
+//   recorded_line_kind is a line a printer wrote (its format may exist only in the recorded program)
+inline constexpr char recording_magic[8] = {'d', 'e', 'v', 't', 'a', 'p', 'R', 'C'};
+inline constexpr std::uint32_t recording_version = 1;
+inline constexpr std::uint32_t recording_timestamps_flag = 1;
+inline constexpr std::uint32_t recorded_fingerprint_flag = std::uint32_t{1} << 31;
+inline constexpr std::uint32_t recorded_marker_word = 0;
+inline constexpr std::uint32_t recorded_line_kind = 0x100;
+
+enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3 };
+
+struct chunk_header {
+  chunk_type type;
+  std::uint32_t device;
+  std::uint64_t body_bytes;
+};
+static_assert(sizeof(chunk_header) == 16);
+
+/** A device as a recording names it. */
+struct recorded_device {
+  int id = 0;
+  std::string platform;
+  std::string name;
+};
+
+// ---- the writer -------------------------------------------------------------------------------
+
+class recording_writer final : public record_sink {
+public:
+  /** Opens `path` (std::invalid_argument naming it and why, if it cannot) and writes the header. */
+  recording_writer(const std::string& path, std::string_view receiver_name, const std::vector<recorded_device>& devices,
+                   bool timestamps, std::uint64_t origin_ns);
+  ~recording_writer() override;
+
+  DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
+                                    const consumer_entry* entry) override;
+  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
+                                    std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
+  DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
+  DEVTAP_INLINE_VIRTUAL std::string close() override;
+
+private:
+  // One device's entries, appended by its reader and written as a records chunk every ~256 KiB.
+  struct track {
+    std::mutex mutex;
+    std::vector<std::uint64_t> words;  // 8-byte units: every entry is a multiple of 8
+    std::vector<std::uint64_t> defined;  // bit per point index (taps and calls apart) already written
+    std::uint64_t dropped = 0;
+    bool open = true;
+  };
+  bool defined_locked(track& t, std::uint32_t id);  // marks it; true if it already was
+  void marker_locked(track& t, std::uint64_t time_ns, std::uint32_t kind, std::uint64_t count, std::string_view text);
+  void flush_locked(track& t, std::size_t device);  // the track's lock held; takes the file's
+  void write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes);  // file_mutex_ held
+  void write_locked(const void* data, std::size_t bytes);
+
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  std::vector<std::unique_ptr<track>> tracks_;
+  std::mutex file_mutex_;
+  std::string error_;
+  bool closed_ = false;
+};
+
+// ---- the reader -------------------------------------------------------------------------------
+
+/** One entry of a recording, as its reader hands it over. */
+struct recorded_entry {
+  std::size_t device = 0;
+  bool is_marker = false;
+  bool is_line = false;  // a printed line (text), not a marker
+  std::uint32_t id = 0;  // without the stamp flag
+  std::uint64_t fingerprint = 0;
+  record_stamp stamp{};  // unstamped: time_ns is when it was read, sequence its place in the device's stream
+  const std::byte* payload = nullptr;
+  std::size_t bytes = 0;
+  marker_kind marker = marker_kind::error;  // is_marker only
+  std::uint64_t count = 0;
+  std::string_view text;
+};
+
+/** Reads a recording: the header and every definition at open, then the entries on demand. Errors
+ *  (std::runtime_error) name the file, the offset and what is wrong. */
+class recording_reader {
+public:
+  explicit recording_reader(std::string path);
+  ~recording_reader();
+  recording_reader(const recording_reader&) = delete;
+  recording_reader& operator=(const recording_reader&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  const std::string& receiver_name() const noexcept { return receiver_name_; }
+  bool timestamps() const noexcept { return timestamps_; }
+  std::uint64_t origin_ns() const noexcept { return origin_ns_; }
+  const std::vector<recorded_device>& devices() const noexcept { return devices_; }
+  const std::vector<point_description>& points() const noexcept { return points_; }
+  const std::unordered_map<std::uint32_t, std::string>& scope_names() const noexcept { return scope_names_; }
+  /** The point with this id (call flag included), or null. */
+  const point_description* point(std::uint32_t id) const noexcept;
+
+  /** Calls `fn(const recorded_entry&)` for every entry, device by device in the order each was read
+   *  (the devices' entries interleaved as they were written). Payloads are valid during the call. */
+  template <class Fn>
+  void for_each(Fn&& fn) {
+    rewind_entries();
+    recorded_entry e;
+    while (next_entry(e)) fn(static_cast<const recorded_entry&>(e));
+  }
+
+private:
+  void rewind_entries();
+  bool next_entry(recorded_entry& e);
+  bool next_chunk(chunk_header& h);  // reads a chunk's header and body into body_; false at the end
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string receiver_name_;
+  bool timestamps_ = false;
+  std::uint64_t origin_ns_ = 0;
+  std::uint64_t entries_at_ = 0;  // file offset of the first chunk
+  std::vector<recorded_device> devices_;
+  std::vector<point_description> points_;
+  std::unordered_map<std::uint32_t, std::string> scope_names_;
+  std::vector<std::uint64_t> body_;  // the current chunk (8-aligned: payloads decode in place)
+  std::size_t body_bytes_ = 0, body_at_ = 0;
+  std::uint32_t body_device_ = 0;
+  std::uint64_t chunk_offset_ = 0;
+  std::vector<std::uint64_t> read_;  // per device: entries read (an unstamped record's sequence)
+};
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/receiver/recording_impl.hpp>
+#endif

@@ -1,0 +1,388 @@
+#pragma once
+// The definitions of the recording's writer and reader (declared in recording.hpp): included by that
+// header when header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/receiver/recording.hpp>
+#include <devtap/tap/call_point.hpp>
+#include <devtap/tap/scope.hpp>
+#include <devtap/tap/tap_info.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// A track is written out once it holds this many 8-byte words (256 KiB).
+inline constexpr std::size_t recording_flush_words = std::size_t{32} << 10;
+
+// Appends to a vector of 8-byte words: fixed-size fields, and bytes padded with zeros to 8.
+struct word_appender {
+  std::vector<std::uint64_t>& words;
+  void u64(std::uint64_t v) { words.push_back(v); }
+  void u32_pair(std::uint32_t low, std::uint32_t high) { words.push_back(low | (std::uint64_t{high} << 32)); }
+  void bytes(const void* data, std::size_t n) {
+    const std::size_t at = words.size();
+    words.resize(at + (n + 7) / 8, 0);
+    if (n != 0) std::memcpy(words.data() + at, data, n);
+  }
+  void str(std::string_view s) {  // length, then the bytes: the first word holds the length and 4 bytes
+    std::uint64_t first = static_cast<std::uint32_t>(s.size());
+    const std::size_t head = s.size() < 4 ? s.size() : 4;
+    if (head != 0) std::memcpy(reinterpret_cast<char*>(&first) + 4, s.data(), head);
+    words.push_back(first);
+    bytes(s.data() + head, s.size() - head);
+  }
+};
+
+DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::string_view receiver_name,
+                                               const std::vector<recorded_device>& devices, bool timestamps,
+                                               std::uint64_t origin_ns)
+    : path_(path) {
+  file_ = std::fopen(path.c_str(), "wb");
+  if (file_ == nullptr)
+    throw std::invalid_argument("devtap: receiver_options::record_file: cannot open '" + path +
+                                "' for writing: " + std::strerror(errno));
+  std::vector<std::uint64_t> header;
+  word_appender h{header};
+  h.str(receiver_name);
+  h.u32_pair(static_cast<std::uint32_t>(devices.size()), 0);
+  for (const auto& d : devices) {
+    h.u32_pair(static_cast<std::uint32_t>(d.id), 0);
+    h.str(d.platform);
+    h.str(d.name);
+  }
+  std::lock_guard lock(file_mutex_);
+  write_locked(recording_magic, sizeof recording_magic);
+  const std::uint32_t version_flags[2] = {recording_version, timestamps ? recording_timestamps_flag : 0};
+  write_locked(version_flags, sizeof version_flags);
+  const std::uint64_t sizes[2] = {origin_ns, header.size() * 8};
+  write_locked(sizes, sizeof sizes);
+  write_locked(header.data(), header.size() * 8);
+  for (std::size_t i = 0; i < devices.size(); ++i) tracks_.push_back(std::make_unique<track>());
+  // Scope records have one description, whatever attach() did: defined before anything else.
+  std::vector<std::uint64_t> body;
+  word_appender b{body};
+  b.u32_pair(scope_record_id, static_cast<std::uint32_t>(point_kind::scope));
+  b.u64(type_fingerprint_v<scope_event>);
+  b.str("scope");
+  write_chunk(chunk_type::point, 0, body.data(), body.size() * 8);
+}
+
+DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(); }
+
+DEVTAP_FUNC void recording_writer::write_locked(const void* data, std::size_t bytes) {
+  if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
+  if (std::fwrite(data, 1, bytes, file_) != bytes) error_ = "writing record file '" + path_ + "' failed: " + std::strerror(errno);
+}
+
+DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes) {
+  const chunk_header h{type, device, bytes};
+  write_locked(&h, sizeof h);
+  write_locked(body, bytes);
+}
+
+DEVTAP_FUNC bool recording_writer::defined_locked(track& t, std::uint32_t id) {
+  // Taps at even bits, calls at odd ones: the two kinds share index numbers.
+  const std::uint64_t bit = std::uint64_t{(id & ~call_id_flag) - 1} * 2 + ((id & call_id_flag) != 0 ? 1 : 0);
+  if (bit / 64 >= t.defined.size()) t.defined.resize(bit / 64 + 1, 0);
+  std::uint64_t& word = t.defined[bit / 64];
+  const std::uint64_t mask = std::uint64_t{1} << (bit % 64);
+  const bool was = (word & mask) != 0;
+  word |= mask;
+  return was;
+}
+
+DEVTAP_FUNC void recording_writer::flush_locked(track& t, std::size_t device) {
+  std::lock_guard lock(file_mutex_);
+  write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), t.words.data(), t.words.size() * 8);
+  t.words.clear();
+}
+
+DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_description* point, const consumer_entry*) {
+  if (rec.device >= tracks_.size()) return;
+  track& t = *tracks_[rec.device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open) return;
+  if (rec.dropped > t.dropped) {
+    marker_locked(t, rec.stamp.time_ns, static_cast<std::uint32_t>(marker_kind::dropped), rec.dropped - t.dropped, "taps the device did not write");
+    t.dropped = rec.dropped;
+  }
+  const bool described = point != nullptr && point->id != scope_record_id;
+  if (described && !defined_locked(t, point->id)) {
+    // Every track writes its own definition once (another track's may still sit in its buffer);
+    // the reader keeps the first of equal ones. Written before this track's buffer: before the record.
+    std::vector<std::uint64_t> body;
+    word_appender b{body};
+    b.u32_pair(point->id, static_cast<std::uint32_t>(point->kind));
+    b.u64(point->fingerprint);
+    b.str(point->name);
+    std::lock_guard file_lock(file_mutex_);
+    write_chunk(chunk_type::point, static_cast<std::uint32_t>(rec.device), body.data(), body.size() * 8);
+  }
+  const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint;
+  const std::uint32_t word = rec.stamp.stamped ? rec.id | stamped_id_flag : rec.id;
+  const std::uint32_t bytes = static_cast<std::uint32_t>(rec.bytes) | (own_fingerprint ? recorded_fingerprint_flag : 0);
+  word_appender w{t.words};
+  w.u32_pair(word, bytes);
+  if (own_fingerprint) w.u64(rec.fingerprint);
+  w.u64(rec.stamp.time_ns);
+  if (rec.stamp.stamped) w.u64(rec.stamp.sequence);
+  w.bytes(rec.payload, rec.bytes);
+  if (t.words.size() >= recording_flush_words) flush_locked(t, rec.device);
+}
+
+DEVTAP_FUNC void recording_writer::marker_locked(track& t, std::uint64_t time_ns, std::uint32_t kind, std::uint64_t count,
+                                                 std::string_view text) {
+  word_appender w{t.words};
+  w.u32_pair(recorded_marker_word, static_cast<std::uint32_t>(text.size()));
+  w.u64(time_ns);
+  w.u32_pair(kind, 0);
+  w.u64(count);
+  w.bytes(text.data(), text.size());
+}
+
+DEVTAP_FUNC void recording_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind,
+                                          std::uint64_t count, std::string_view text) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open) return;
+  if (kind == marker_kind::dropped) t.dropped += count;
+  marker_locked(t, time_ns, static_cast<std::uint32_t>(kind), count, text);
+}
+
+DEVTAP_FUNC void recording_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (t.open) marker_locked(t, time_ns, recorded_line_kind, 1, text);
+}
+
+DEVTAP_FUNC void recording_writer::name_scope(std::uint32_t id, std::string_view name) {
+  std::vector<std::uint64_t> body;
+  word_appender b{body};
+  b.u32_pair(id, 0);
+  b.str(name);
+  std::lock_guard lock(file_mutex_);
+  write_chunk(chunk_type::scope_name, 0, body.data(), body.size() * 8);
+}
+
+DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open) return;
+  if (dropped > t.dropped) {
+    marker_locked(t, time_ns, static_cast<std::uint32_t>(marker_kind::dropped), dropped - t.dropped, "taps the device did not write");
+    t.dropped = dropped;
+  }
+  flush_locked(t, device);
+}
+
+DEVTAP_FUNC std::string recording_writer::close() {
+  // Tracks first, then the file, as in trace_writer::close (a track's lock is held when the file's is taken).
+  std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> rest;
+  for (std::size_t i = 0; i < tracks_.size(); ++i) {
+    std::lock_guard lock(tracks_[i]->mutex);
+    if (!tracks_[i]->open) continue;
+    tracks_[i]->open = false;
+    rest.emplace_back(i, std::move(tracks_[i]->words));
+  }
+  std::lock_guard lock(file_mutex_);
+  if (closed_ || file_ == nullptr) return error_;
+  for (auto& [device, words] : rest)
+    if (!words.empty()) write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), words.data(), words.size() * 8);
+  closed_ = true;
+  if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing record file '" + path_ + "' failed: " + std::strerror(errno);
+  file_ = nullptr;
+  return error_;
+}
+
+// ---- the reader -------------------------------------------------------------------------------
+
+// Reads fixed-size fields and strings from a span of 8-byte words, each check naming what is short.
+struct word_reader {
+  const std::byte* data;
+  std::size_t size;
+  std::size_t at = 0;
+  bool ok = true;
+  template <class T>
+  T get() {
+    T v{};
+    if (!ok || size - at < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, data + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  void align() { at = at + 7 < size ? (at + 7) / 8 * 8 : size; }
+  std::string_view bytes(std::size_t n) {
+    if (!ok || size - at < n) {
+      ok = false;
+      return {};
+    }
+    std::string_view s(reinterpret_cast<const char*>(data + at), n);
+    at += n;
+    return s;
+  }
+  std::string_view str() {  // as word_appender::str wrote it
+    const auto length = get<std::uint32_t>();
+    const std::string_view s = bytes(length);
+    align();
+    return s;
+  }
+};
+
+DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), "rb");
+  if (file_ == nullptr) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
+  char magic[8];
+  std::uint32_t version_flags[2];
+  std::uint64_t sizes[2];
+  if (std::fread(magic, 1, 8, file_) != 8 || std::memcmp(magic, recording_magic, 8) != 0) {
+    std::fclose(file_);
+    throw std::runtime_error("devtap: '" + path_ + "' is not a devtap recording (no recording header)");
+  }
+  if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] != recording_version) {
+    std::fclose(file_);
+    throw std::runtime_error("devtap: recording '" + path_ + "' has format version " + std::to_string(version_flags[0]) +
+                             "; this devtap reads version " + std::to_string(recording_version));
+  }
+  timestamps_ = (version_flags[1] & recording_timestamps_flag) != 0;
+  std::vector<std::uint64_t> header;
+  if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > (std::uint64_t{1} << 30)) {
+    std::fclose(file_);
+    throw std::runtime_error("devtap: recording '" + path_ + "': truncated or damaged header");
+  }
+  origin_ns_ = sizes[0];
+  header.resize(sizes[1] / 8);
+  if (std::fread(header.data(), 1, sizes[1], file_) != sizes[1]) {
+    std::fclose(file_);
+    throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
+  }
+  word_reader r{reinterpret_cast<const std::byte*>(header.data()), header.size() * 8};
+  receiver_name_ = std::string(r.str());
+  const auto count = r.get<std::uint32_t>();
+  r.align();
+  for (std::uint32_t i = 0; i < count && r.ok; ++i) {
+    recorded_device d;
+    d.id = static_cast<int>(r.get<std::uint32_t>());
+    r.align();
+    d.platform = std::string(r.str());
+    d.name = std::string(r.str());
+    devices_.push_back(std::move(d));
+  }
+  if (!r.ok) {
+    std::fclose(file_);
+    throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
+  }
+  entries_at_ = 32 + sizes[1];
+  // Every definition, up front: a consumer is attached by name before any record is read.
+  chunk_header h;
+  std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
+  body_at_ = body_bytes_ = 0;
+  while (next_chunk(h)) {
+    word_reader b{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_};
+    if (h.type == chunk_type::point) {
+      point_description p;
+      p.id = b.get<std::uint32_t>();
+      p.kind = static_cast<point_kind>(b.get<std::uint32_t>());
+      p.fingerprint = b.get<std::uint64_t>();
+      p.name = std::string(b.str());
+      if (!b.ok) fail("damaged point definition");
+      if (point(p.id) == nullptr) points_.push_back(std::move(p));
+    } else if (h.type == chunk_type::scope_name) {
+      const auto id = b.get<std::uint32_t>();
+      b.align();
+      const std::string_view name = b.str();
+      if (!b.ok) fail("damaged scope name");
+      scope_names_[id] = std::string(name);
+    }
+  }
+  body_bytes_ = body_at_ = 0;
+}
+
+DEVTAP_FUNC recording_reader::~recording_reader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
+  throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) + ": " + what);
+}
+
+DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
+  for (const auto& p : points_)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
+  chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
+  const std::size_t got = std::fread(&h, 1, sizeof h, file_);
+  if (got == 0 && std::feof(file_)) return false;
+  if (got != sizeof h) fail("truncated chunk header (the recording was cut short)");
+  if (h.body_bytes % 8 != 0 || h.body_bytes > (std::uint64_t{1} << 34)) fail("damaged chunk header");
+  body_.resize(h.body_bytes / 8);
+  if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) fail("truncated chunk (the recording was cut short)");
+  if (h.type == chunk_type::records && h.device >= devices_.size()) fail("records of device " + std::to_string(h.device) + ", which the header does not name");
+  body_bytes_ = h.body_bytes;
+  body_at_ = 0;
+  body_device_ = h.device;
+  return true;
+}
+
+DEVTAP_FUNC void recording_reader::rewind_entries() {
+  std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
+  body_bytes_ = body_at_ = 0;
+  read_.assign(devices_.size(), 0);
+}
+
+DEVTAP_FUNC bool recording_reader::next_entry(recorded_entry& e) {
+  while (body_at_ >= body_bytes_) {
+    chunk_header h;
+    do {
+      if (!next_chunk(h)) return false;
+    } while (h.type != chunk_type::records);
+  }
+  word_reader r{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_, body_at_};
+  const auto word = r.get<std::uint32_t>();
+  const auto bytes = r.get<std::uint32_t>();
+  e = recorded_entry{};
+  e.device = body_device_;
+  if (word == recorded_marker_word) {
+    e.stamp.time_ns = r.get<std::uint64_t>();
+    const auto kind = r.get<std::uint32_t>();
+    e.is_line = kind == recorded_line_kind;
+    e.is_marker = !e.is_line;
+    e.marker = static_cast<marker_kind>(kind);
+    r.get<std::uint32_t>();
+    e.count = r.get<std::uint64_t>();
+    e.text = r.bytes(bytes);
+  } else {
+    e.stamp.stamped = (word & stamped_id_flag) != 0;
+    e.id = word & ~stamped_id_flag;
+    e.bytes = bytes & ~recorded_fingerprint_flag;
+    if ((bytes & recorded_fingerprint_flag) != 0) {
+      e.fingerprint = r.get<std::uint64_t>();
+    } else {
+      const point_description* p = point(e.id);
+      if (p == nullptr) fail("a record of point " + std::to_string(e.id) + ", which no definition names");
+      e.fingerprint = p->fingerprint;
+    }
+    e.stamp.time_ns = r.get<std::uint64_t>();
+    e.stamp.sequence = e.stamp.stamped ? r.get<std::uint64_t>() : read_[e.device];
+    ++read_[e.device];
+    e.payload = reinterpret_cast<const std::byte*>(body_.data()) + r.at;  // 8-aligned: decodes in place
+    r.bytes(e.bytes);
+  }
+  r.align();
+  if (!r.ok) fail("truncated entry");
+  body_at_ = r.at;
+  return true;
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

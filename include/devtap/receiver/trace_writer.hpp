@@ -1,0 +1,79 @@
+#pragma once
+/** The trace file (receiver_options::trace_file): every record of a receiver as a Chrome Trace
+ *  Event JSON file that ui.perfetto.dev and chrome://tracing open — one track per device, taps as
+ *  instant events with their fields as arguments, scopes as durations, prints as log events,
+ *  drops and errors as markers (docs/timeline.md). Internal. */
+#include <devtap/config.hpp>
+#include <devtap/receiver/record_sink.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+class trace_writer final : public record_sink {
+public:
+  /** Opens `path` for writing (std::invalid_argument naming it and why, if it cannot) and writes the
+   *  process and track names. Times are written in µs since `origin_ns` (a steady_clock time). */
+  trace_writer(const std::string& path, std::string_view process_name, const std::vector<std::string>& device_names,
+               std::uint64_t origin_ns);
+  ~trace_writer() override;
+
+  DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
+                                    const consumer_entry* entry) override;
+  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
+                                    std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
+  DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
+  DEVTAP_INLINE_VIRTUAL std::string close() override;
+
+  /** Events written so far (metadata not counted). */
+  std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
+
+private:
+  // One device's events, rendered by its reader and written to the file in pieces of ~64 KiB. The
+  // mutex is uncontended but for markers from other threads (a merged consumer's helper).
+  struct track {
+    std::mutex mutex;
+    std::string text;
+    std::uint64_t dropped = 0;  // taps not written, as far as markers told
+    bool ended = false;  // its stream ended: a lost-records marker may still come
+    bool open = true;    // false once close() took its text
+  };
+
+  // `,\n{"ph":..,"pid":1,"tid":..,"ts":..,"cat":..,"name":..` : the caller adds the rest and `}`.
+  void begin_event(std::string& out, const char* phase, std::size_t device, std::uint64_t time_ns,
+                   std::string_view category, std::string_view name);
+  void marker_locked(track& t, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
+                     std::string_view text);
+  void dropped_locked(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);
+  void done_event(track& t);  // counts it; writes the track out when it has grown large
+  void write_locked(std::string_view text);  // file_mutex_ held
+
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  std::uint64_t origin_ns_;
+  std::vector<std::unique_ptr<track>> tracks_;
+  std::mutex file_mutex_;
+  std::string error_;  // the first write error (file_mutex_)
+  bool closed_ = false;
+  std::mutex names_mutex_;
+  std::unordered_map<std::uint32_t, std::string> scope_names_;
+  std::atomic<std::uint64_t> events_{0};
+};
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/receiver/trace_writer_impl.hpp>
+#endif

@@ -1,0 +1,216 @@
+#pragma once
+// The definitions of trace_writer (declared in trace_writer.hpp): included by that header when
+// header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/detail/json.hpp>
+#include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/receiver/trace_writer.hpp>
+#include <devtap/tap/codec.hpp>
+#include <devtap/tap/scope.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// A track is written out once it holds this much text: few writes, little memory per device.
+inline constexpr std::size_t trace_flush_bytes = std::size_t{64} << 10;
+
+DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view process_name,
+                                       const std::vector<std::string>& device_names, std::uint64_t origin_ns)
+    : path_(path), origin_ns_(origin_ns) {
+  file_ = std::fopen(path.c_str(), "wb");
+  if (file_ == nullptr)
+    throw std::invalid_argument("devtap: receiver_options::trace_file: cannot open '" + path +
+                                "' for writing: " + std::strerror(errno));
+  std::string head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":"
+                     "\"process_name\",\"args\":{\"name\":";
+  append_json_string(head, process_name);
+  head += "}}";
+  for (std::size_t i = 0; i < device_names.size(); ++i) {
+    for (const char* meta : {"thread_name", "thread_sort_index"}) {
+      head += ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":";
+      append_json_number(head, i + 1);
+      head += ",\"name\":\"";
+      head += meta;
+      head += "\",\"args\":{";
+      if (meta[7] == 'n') {
+        head += "\"name\":";
+        append_json_string(head, device_names[i]);
+      } else {
+        head += "\"sort_index\":";
+        append_json_number(head, i);
+      }
+      head += "}}";
+    }
+    tracks_.push_back(std::make_unique<track>());
+  }
+  std::lock_guard lock(file_mutex_);
+  write_locked(head);
+}
+
+DEVTAP_FUNC trace_writer::~trace_writer() { (void)close(); }
+
+DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, std::size_t device,
+                                           std::uint64_t time_ns, std::string_view category, std::string_view name) {
+  out += ",\n{\"ph\":\"";
+  out += phase;
+  out += "\",\"pid\":1,\"tid\":";
+  append_json_number(out, device + 1);
+  // Microseconds with the nanoseconds as three decimals: exact, where a double would round.
+  const std::int64_t ns = static_cast<std::int64_t>(time_ns - origin_ns_);
+  const std::uint64_t magnitude = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  out += ",\"ts\":";
+  if (ns < 0) out += '-';
+  append_json_number(out, magnitude / 1000);
+  const unsigned fraction = static_cast<unsigned>(magnitude % 1000);
+  out += '.';
+  out += static_cast<char>('0' + fraction / 100);
+  out += static_cast<char>('0' + fraction / 10 % 10);
+  out += static_cast<char>('0' + fraction % 10);
+  out += ",\"cat\":\"";
+  out += category;  // our own words: nothing to escape
+  out += "\",\"name\":";
+  append_json_string(out, name);
+}
+
+DEVTAP_FUNC void trace_writer::done_event(track& t) {
+  events_.fetch_add(1, std::memory_order_relaxed);
+  if (t.text.size() < trace_flush_bytes) return;
+  std::lock_guard lock(file_mutex_);
+  write_locked(t.text);
+  t.text.clear();
+}
+
+DEVTAP_FUNC void trace_writer::write_locked(std::string_view text) {
+  if (file_ == nullptr || closed_ || !error_.empty()) return;
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
+    error_ = "writing trace file '" + path_ + "' failed: " + std::strerror(errno);
+}
+
+DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_description* point,
+                                      const consumer_entry* entry) {
+  if (rec.device >= tracks_.size()) return;
+  track& t = *tracks_[rec.device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open || t.ended) return;
+  dropped_locked(t, rec.device, rec.stamp.time_ns, rec.dropped);
+  std::string& out = t.text;
+  const point_kind kind = point != nullptr ? point->kind : point_kind::tap;
+  if (kind == point_kind::print) return;  // its lines arrive through line(), formatted
+  if (kind == point_kind::scope) {
+    std::optional<scope_event> e = decode_value<scope_event>(rec.payload, rec.bytes);
+    if (e && (e->phase == scope_phase::begin || e->phase == scope_phase::end)) {
+      std::string name(e->text());
+      if (name.empty()) {
+        std::lock_guard names(names_mutex_);
+        const auto it = scope_names_.find(e->id);
+        name = it != scope_names_.end() ? it->second : "scope " + std::to_string(e->id);
+      }
+      begin_event(out, e->phase == scope_phase::begin ? "B" : "E", rec.device, rec.stamp.time_ns, "scope", name);
+      out += ",\"args\":{\"id\":";
+      append_json_number(out, e->id);
+      out += "}}";
+      done_event(t);
+      return;
+    }
+  }
+  if (point == nullptr) {
+    begin_event(out, "i", rec.device, rec.stamp.time_ns, "unknown", "unknown id " + std::to_string(rec.id));
+  } else {
+    begin_event(out, "i", rec.device, rec.stamp.time_ns, kind == point_kind::call ? "call" : "tap", point->name);
+  }
+  out += ",\"s\":\"t\",\"args\":";
+  const std::size_t args_at = out.size();
+  if (entry != nullptr && rec.fingerprint == entry->fingerprint) entry->describe(rec.payload, rec.bytes, out);
+  else {
+    out += "{\"bytes\":";
+    append_json_number(out, rec.bytes);
+    out += '}';
+  }
+  // The device's sequence number beside the value's fields: `{...}` becomes `{...,"sequence":n}`.
+  out.pop_back();
+  if (out.size() != args_at + 1) out += ',';
+  out += "\"sequence\":";
+  append_json_number(out, rec.stamp.sequence);
+  out += "}}";
+  done_event(t);
+}
+
+DEVTAP_FUNC void trace_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open || t.ended) return;
+  begin_event(t.text, "i", device, time_ns, "print", "print");
+  t.text += ",\"s\":\"t\",\"args\":{\"line\":";
+  append_json_string(t.text, text);
+  t.text += "}}";
+  done_event(t);
+}
+
+DEVTAP_FUNC void trace_writer::marker_locked(track& t, std::size_t device, std::uint64_t time_ns, marker_kind kind,
+                                             std::uint64_t count, std::string_view text) {
+  begin_event(t.text, "i", device, time_ns, "marker", marker_name(kind));
+  t.text += ",\"s\":\"t\",\"args\":{\"count\":";
+  append_json_number(t.text, count);
+  t.text += ",\"text\":";
+  append_json_string(t.text, text);
+  t.text += "}}";
+  done_event(t);
+}
+
+DEVTAP_FUNC void trace_writer::dropped_locked(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
+  if (dropped <= t.dropped) return;
+  marker_locked(t, device, time_ns, marker_kind::dropped, dropped - t.dropped, "taps the device did not write");
+  t.dropped = dropped;
+}
+
+DEVTAP_FUNC void trace_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
+                                      std::string_view text) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open || (t.ended && kind != marker_kind::lost)) return;
+  if (kind == marker_kind::dropped) dropped_locked(t, device, time_ns, t.dropped + count);
+  else marker_locked(t, device, time_ns, kind, count, text);
+}
+
+DEVTAP_FUNC void trace_writer::name_scope(std::uint32_t id, std::string_view name) {
+  std::lock_guard lock(names_mutex_);
+  scope_names_[id] = std::string(name);
+}
+
+DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
+  if (device >= tracks_.size()) return;
+  track& t = *tracks_[device];
+  std::lock_guard lock(t.mutex);
+  if (!t.open || t.ended) return;
+  dropped_locked(t, device, time_ns, dropped);
+  t.ended = true;
+}
+
+DEVTAP_FUNC std::string trace_writer::close() {
+  // Tracks first, each under its own lock, then the file: a reader holds a track's lock when it
+  // writes to the file, so the two are never taken the other way round.
+  std::string rest;
+  for (auto& t : tracks_) {
+    std::lock_guard track_lock(t->mutex);
+    if (!t->open) continue;
+    t->open = false;  // a reader still running (close() gave up on it) writes nothing more
+    rest += t->text;
+    std::string().swap(t->text);
+  }
+  std::lock_guard lock(file_mutex_);
+  if (closed_ || file_ == nullptr) return error_;
+  write_locked(rest);
+  write_locked("\n]}\n");
+  closed_ = true;
+  if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing trace file '" + path_ + "' failed: " + std::strerror(errno);
+  file_ = nullptr;
+  return error_;
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

@@ -1,0 +1,136 @@
+#pragma once
+/** `devtap::replay`: re-delivers a recording (receiver_options::record_file) to consumers attached
+ *  by tap-point name, with the type checks and the tap_info of the live run — offline analysis.
+ *
+ *     devtap::replay rp("run.devtap");
+ *     rp.attach<float>("loss", [](const float& v, const devtap::tap_info& info) { ... });
+ *     rp.run();
+ */
+#include <devtap/backend/device.hpp>
+#include <devtap/config.hpp>
+#include <devtap/errors.hpp>
+#include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/receiver/recording.hpp>
+#include <devtap/tap/fingerprint.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+/** A device of a recording: its id, platform and name, for tap_info; it runs nothing. */
+class recorded_device_view final : public device {
+public:
+  recorded_device_view(const recorded_device& d) : device(d.id, d.platform, d.name, 0) {}
+  std::unique_ptr<ring_allocation> allocate_ring(std::uint64_t) override {
+    throw std::logic_error("devtap: a replayed device '" + name() + "' has no ring");
+  }
+  void after_pending_work(std::function<void()> fn) override { fn(); }
+};
+}  // namespace detail
+
+/** Counts of one `replay::run()`. */
+struct replay_stats {
+  std::uint64_t records = 0;     ///< records in the recording (every point's)
+  std::uint64_t delivered = 0;   ///< handed to an attached consumer
+  std::uint64_t markers = 0;     ///< drops, losses and errors the recording marks
+  std::uint64_t dropped = 0;     ///< taps the devices did not write, as the markers count them
+};
+
+/** A recording, opened for re-delivery. Not thread-safe; consumers run on the thread of `run()`. */
+class replay {
+public:
+  /** Opens and checks the recording; throws std::runtime_error naming the file and what is wrong. */
+  explicit replay(std::string path) : file_(std::make_unique<detail::recording_reader>(std::move(path))) {
+    for (const auto& d : file_->devices()) devices_.push_back(std::make_unique<detail::recorded_device_view>(d));
+  }
+
+  /** Attaches a consumer of T to the recorded point `point` (the name given to receiver::attach),
+   *  in the forms receiver::attach takes: a coroutine (one per device) or a callable. Throws
+   *  std::invalid_argument when the recording has no such point or its T differs. */
+  template <class T, class Fn>
+  void attach(std::string_view point, Fn fn) {
+    add<T>(point, std::move(fn), false, false);
+  }
+  /** As above, one instance fed by every device, one record at a time in the recording's order. */
+  template <class T, class Fn>
+  void attach(std::string_view point, Fn fn, shared_t) {
+    add<T>(point, std::move(fn), true, false);
+  }
+  /** As above, one instance fed in the order the records were tapped (ties: device, then sequence),
+   *  as receiver::attach(fn, merged) does; the recording must have timestamps. */
+  template <class T, class Fn>
+  void attach(std::string_view point, Fn fn, merged_t) {
+    if (!file_->timestamps())
+      throw std::logic_error("devtap: replay '" + file_->path() + "': attach(..., devtap::merged) needs a recording made with "
+                             "receiver_options::timestamps = true");
+    add<T>(point, std::move(fn), true, true);
+  }
+
+  /** Delivers every record to the consumers of its point, device by device in the order each
+   *  device's were read (merged consumers: in tap order, after the others), then ends every
+   *  stream. Throws tap_error listing what the consumers threw (each keeps being called, as live). */
+  replay_stats run();
+
+  /** The recorded devices, in the receiver's order (tap_info::device refers to these). */
+  std::vector<const device*> devices() const {
+    std::vector<const device*> out;
+    for (const auto& d : devices_) out.push_back(d.get());
+    return out;
+  }
+  /** The recording's receiver name, and whether its taps carry timestamps. */
+  const std::string& receiver_name() const noexcept { return file_->receiver_name(); }
+  bool timestamps() const noexcept { return file_->timestamps(); }
+  /** The names of the recorded points (taps, calls, printers, "scope"). */
+  std::vector<std::string> point_names() const {
+    std::vector<std::string> out;
+    for (const auto& p : file_->points()) out.push_back(p.name);
+    return out;
+  }
+
+private:
+  struct attached {
+    std::uint32_t id;
+    std::shared_ptr<detail::consumer_entry> entry;
+    bool merged;
+  };
+
+  template <class T, class Fn>
+  void add(std::string_view name, Fn fn, bool one_instance, bool merged) {
+    static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line, as receiver::attach
+    const detail::point_description* point = find(name);
+    if (point->fingerprint != type_fingerprint_v<T>)
+      throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
+                                  "' was recorded with another type than the one attached (fingerprint " +
+                                  std::to_string(point->fingerprint) + ", this T has " +
+                                  std::to_string(type_fingerprint_v<T>) + ")");
+    const std::size_t n = devices_.size();
+    std::shared_ptr<detail::consumer_entry> entry;
+    if constexpr (detail::coroutine_factory<T, Fn>)
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::string(name), std::move(fn), one_instance ? 1 : n, n);
+    else
+      entry = std::make_shared<detail::callable_entry<T, Fn>>(std::string(name), std::move(fn), one_instance, n);
+    consumers_.push_back({point->id, std::move(entry), merged});
+  }
+
+  const detail::point_description* find(std::string_view name) const;
+
+  std::unique_ptr<detail::recording_reader> file_;
+  std::vector<std::unique_ptr<detail::recorded_device_view>> devices_;
+  std::vector<attached> consumers_;
+};
+
+DEVTAP_END_NAMESPACE
+
+#if DEVTAP_HEADER_ONLY
+#include <devtap/replay_impl.hpp>
+#endif

@@ -1,0 +1,85 @@
+#pragma once
+// The definitions of replay's type-independent members (declared in replay.hpp): included by that
+// header when header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/replay.hpp>
+
+DEVTAP_BEGIN_NAMESPACE
+
+DEVTAP_FUNC const detail::point_description* replay::find(std::string_view name) const {
+  std::string known;
+  for (const auto& p : file_->points()) {
+    if (p.name == name) return &p;
+    known += (known.empty() ? "" : ", ") + ("'" + p.name + "'");
+  }
+  throw std::invalid_argument("devtap: replay '" + file_->path() + "' has no point named '" + std::string(name) +
+                              "' (it has " + (known.empty() ? std::string("none") : known) + ")");
+}
+
+DEVTAP_FUNC replay_stats replay::run() {
+  replay_stats stats;
+  std::vector<consumer_failure> failures;
+  auto hand_over = [&](attached& a, std::size_t device, const detail::record_stamp& stamp, const std::byte* payload,
+                       std::size_t bytes, std::uint64_t fingerprint) {
+    if (fingerprint != a.entry->fingerprint) return;  // as live: a record of another type is skipped
+    try {
+      if (a.entry->deliver(device, *devices_[device], stamp, payload, bytes) == detail::delivery::delivered) ++stats.delivered;
+    } catch (const std::exception& e) {
+      failures.push_back({devices_[device]->name(), a.entry->name, e.what(), std::current_exception()});
+    } catch (...) {
+      failures.push_back({devices_[device]->name(), a.entry->name, "unknown exception", std::current_exception()});
+    }
+  };
+  // Records for merged consumers wait here (copied: the reader's chunk is reused) until all are read.
+  struct held {
+    std::size_t consumer, device;
+    detail::record_stamp stamp;
+    std::uint64_t fingerprint;
+    std::vector<std::uint64_t> payload;  // 8-aligned, as a ring's
+    std::size_t bytes;
+  };
+  std::vector<held> waiting;
+  file_->for_each([&](const detail::recorded_entry& e) {
+    if (e.is_line) return;
+    if (e.is_marker) {
+      ++stats.markers;
+      if (e.marker == detail::marker_kind::dropped) stats.dropped += e.count;
+      return;
+    }
+    ++stats.records;
+    for (std::size_t i = 0; i < consumers_.size(); ++i) {
+      attached& a = consumers_[i];
+      if (a.id != e.id) continue;
+      if (!a.merged) {
+        hand_over(a, e.device, e.stamp, e.payload, e.bytes, e.fingerprint);
+        continue;
+      }
+      held h{i, e.device, e.stamp, e.fingerprint, std::vector<std::uint64_t>((e.bytes + 7) / 8), e.bytes};
+      if (e.bytes != 0) std::memcpy(h.payload.data(), e.payload, e.bytes);
+      waiting.push_back(std::move(h));
+    }
+  });
+  std::stable_sort(waiting.begin(), waiting.end(), [](const held& a, const held& b) {
+    return std::tie(a.stamp.time_ns, a.device, a.stamp.sequence) < std::tie(b.stamp.time_ns, b.device, b.stamp.sequence);
+  });
+  for (const held& h : waiting)
+    hand_over(consumers_[h.consumer], h.device, h.stamp, reinterpret_cast<const std::byte*>(h.payload.data()), h.bytes,
+              h.fingerprint);
+  for (attached& a : consumers_)  // every stream ends: coroutines see the end, as live
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      try {
+        a.entry->finish(d, *devices_[d]);
+      } catch (const std::exception& e) {
+        failures.push_back({devices_[d]->name(), a.entry->name, e.what(), std::current_exception()});
+      } catch (...) {
+        failures.push_back({devices_[d]->name(), a.entry->name, "unknown exception", std::current_exception()});
+      }
+    }
+  if (!failures.empty()) {
+    std::string what = "devtap: replay '" + file_->path() + "': " + std::to_string(failures.size()) + " consumer failure(s):";
+    for (const auto& f : failures) what += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
+    throw tap_error(what, std::move(failures));
+  }
+  return stats;
+}
+
+DEVTAP_END_NAMESPACE

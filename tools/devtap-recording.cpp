@@ -1,0 +1,129 @@
+// devtap-recording: what a recording (receiver_options::record_file) holds, and its trace file.
+//
+//   devtap-recording summary RUN.devtap           devices, points, record counts, time span, markers
+//   devtap-recording trace RUN.devtap OUT.json    the Chrome Trace Event file of the live run, but that
+//                                                 tap values show their sizes (their types are the program's)
+//
+// Exit status: 0 done, 1 a damaged or unreadable recording or an unwritable output, 2 bad usage.
+#include <devtap/devtap.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using devtap::detail::point_kind;
+using devtap::detail::recorded_entry;
+using devtap::detail::recording_reader;
+
+std::string_view kind_name(point_kind k) {
+  switch (k) {
+    case point_kind::tap: return "tap";
+    case point_kind::call: return "call";
+    case point_kind::print: return "print";
+    case point_kind::scope: return "scope";
+  }
+  return "?";
+}
+
+int summary(recording_reader& file) {
+  struct counts {
+    std::uint64_t records = 0, bytes = 0;
+  };
+  std::map<std::uint32_t, counts> by_point;
+  std::vector<counts> by_device(file.devices().size());
+  std::map<std::string_view, std::uint64_t> markers;
+  std::vector<std::uint64_t> lines(file.devices().size(), 0);
+  std::uint64_t first = ~std::uint64_t{0}, last = 0;
+  file.for_each([&](const recorded_entry& e) {
+    first = std::min(first, e.stamp.time_ns);
+    last = std::max(last, e.stamp.time_ns);
+    if (e.is_line) {
+      ++lines[e.device];
+      return;
+    }
+    if (e.is_marker) {
+      markers[devtap::detail::marker_name(e.marker)] += e.count;
+      return;
+    }
+    auto& p = by_point[e.id];
+    ++p.records, p.bytes += e.bytes;
+    ++by_device[e.device].records, by_device[e.device].bytes += e.bytes;
+  });
+  fmt::print("recording {}: receiver '{}', {} device(s), timestamps {}\n", file.path(), file.receiver_name(),
+             file.devices().size(), file.timestamps() ? "on" : "off");
+  if (first <= last)
+    fmt::print("time span: {:.3f} ms (from {:.3f} ms after the receiver opened)\n", (last - first) / 1e6,
+               (static_cast<double>(first) - static_cast<double>(file.origin_ns())) / 1e6);
+  fmt::print("\n{:<24} {:>14} {:>16} {:>14}\n", "device", "records", "payload bytes", "printed lines");
+  for (std::size_t d = 0; d < by_device.size(); ++d)
+    fmt::print("{:<24} {:>14} {:>16} {:>14}\n", file.devices()[d].name, by_device[d].records, by_device[d].bytes, lines[d]);
+  fmt::print("\n{:<24} {:<6} {:>14} {:>16}\n", "point", "kind", "records", "payload bytes");
+  for (const auto& [id, c] : by_point) {
+    const auto* p = file.point(id);
+    fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? p->name : fmt::format("unknown id {}", id),
+               p != nullptr ? kind_name(p->kind) : "-", c.records, c.bytes);
+  }
+  fmt::print("\nmarkers:");
+  if (markers.empty()) fmt::print(" none");
+  for (const auto& [name, count] : markers) fmt::print(" {} {}", name, count);
+  fmt::print("\n");
+  return 0;
+}
+
+int trace(recording_reader& file, const std::string& out_path) {
+  std::vector<std::string> names;
+  for (const auto& d : file.devices()) names.push_back(d.name);
+  devtap::detail::trace_writer trace(out_path, file.receiver_name(), names, file.origin_ns());
+  for (const auto& [id, name] : file.scope_names()) trace.name_scope(id, name);
+  file.for_each([&](const recorded_entry& e) {
+    if (e.is_line) {  // a printer's line, as the live printer wrote it
+      trace.line(e.device, e.stamp.time_ns, e.text);
+      return;
+    }
+    if (e.is_marker) {
+      trace.marker(e.device, e.stamp.time_ns, e.marker, e.count, e.text);
+      return;
+    }
+    const devtap::detail::point_description* point = file.point(e.id);
+    devtap::detail::sink_record r{e.device, e.id, e.fingerprint, e.stamp, e.payload, e.bytes, 0};
+    trace.record(r, point, nullptr);
+  });
+  for (std::size_t d = 0; d < file.devices().size(); ++d) trace.end(d, 0, 0);
+  if (const std::string error = trace.close(); !error.empty()) {
+    fmt::print(stderr, "devtap-recording: {}\n", error);
+    return 1;
+  }
+  fmt::print("wrote {} ({} events)\n", out_path, trace.events());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string_view> args(argv + 1, argv + argc);
+  const bool is_summary = args.size() == 2 && args[0] == "summary";
+  const bool is_trace = args.size() == 3 && args[0] == "trace";
+  if (!is_summary && !is_trace) {
+    fmt::print(stderr,
+               "usage: devtap-recording summary RUN.devtap\n"
+               "       devtap-recording trace RUN.devtap OUT.json\n");
+    return 2;
+  }
+  try {
+    recording_reader file{std::string(args[1])};
+    return is_summary ? summary(file) : trace(file, std::string(args[2]));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "devtap-recording: {}\n", e.what());
+    return 1;
+  }
+}
