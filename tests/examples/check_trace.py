@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Runs examples/cpu_timeline into a fresh folder and checks the trace file it wrote, with Python's
+json module, and the same trace converted from its recording by devtap-recording.
+
+    check_trace.py --tool DEVTAP_RECORDING --devices N --taps N --scope-ends N --prints N -- PROGRAM
+
+Checks, for both traces: the file is JSON; every event is well-formed (ph, pid, tid, name; ts for
+every non-metadata event); each device's track has its name; on each track the times never go
+back (in file order); scopes begin and end in nested pairs with matching names; the counts of taps,
+scope ends and printed lines are the given ones; no drop, loss or error markers. And the summary of
+the recording names every device and the tap point with its count.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+PHASES = {"M", "i", "B", "E"}
+
+
+def check(path: Path, args, problems: list, converted: bool) -> None:
+    where = f"{path.name}{' (converted)' if converted else ''}"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        problems.append(f"{where}: not JSON: {e}")
+        return
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        problems.append(f"{where}: no traceEvents list")
+        return
+    names, last_ts, stacks, counts = {}, {}, defaultdict(list), Counter()
+    for n, e in enumerate(events):
+        bad = lambda why: problems.append(f"{where}: event {n} {why}: {e}")
+        if not isinstance(e, dict) or e.get("ph") not in PHASES:
+            bad("has no known phase")
+            continue
+        if not isinstance(e.get("pid"), int) or not isinstance(e.get("tid"), int) or not isinstance(e.get("name"), str):
+            bad("lacks pid, tid or name")
+            continue
+        ph, tid = e["ph"], e["tid"]
+        if ph == "M":
+            if e["name"] == "thread_name":
+                names[tid] = e["args"]["name"]
+            continue
+        if not isinstance(e.get("ts"), (int, float)):
+            bad("has no numeric ts")
+            continue
+        if tid not in names:
+            bad("is on a track with no name")
+        if e["ts"] < last_ts.get(tid, float("-inf")):
+            bad(f"goes back in time on its track (previous ts {last_ts[tid]})")
+        last_ts[tid] = e["ts"]
+        cat = e.get("cat")
+        if ph == "B":
+            stacks[tid].append(e["name"])
+            counts["scope"] += 1
+        elif ph == "E":
+            if not stacks[tid] or stacks[tid].pop() != e["name"]:
+                bad("ends a scope that is not the innermost open one")
+            counts["scope"] += 1
+        elif cat == "tap":
+            counts["tap"] += 1
+            if not converted and not {"0", "1", "2", "sequence"} <= set(e.get("args", {})):
+                bad("lacks its fields or sequence")
+        elif cat == "print":
+            counts["print"] += 1
+            if "line" not in e.get("args", {}):
+                bad("has no line")
+        elif cat == "marker":
+            bad("is a drop, loss or error marker")
+    for tid, stack in stacks.items():
+        if stack:
+            problems.append(f"{where}: track {tid} leaves scopes open: {stack}")
+    if len(names) != args.devices:
+        problems.append(f"{where}: {len(names)} named device tracks, expected {args.devices}")
+    for what, expected in (("tap", args.taps), ("scope", args.scope_ends), ("print", args.prints)):
+        if counts[what] != expected:
+            problems.append(f"{where}: {counts[what]} {what} events, expected {expected}")
+    print(f"{where}: {len(events)} events, {dict(counts)}, tracks {sorted(names.values())}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag in ("--devices", "--taps", "--scope-ends", "--prints"):
+        parser.add_argument(flag, type=int, required=True)
+    parser.add_argument("--tool", required=True, help="the devtap-recording program")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        run = subprocess.run(command + [str(out)], capture_output=True, text=True, check=False)
+        sys.stdout.write(run.stdout + run.stderr)
+        if run.returncode != 0:
+            print(f"FAIL: the example exited {run.returncode}")
+            return 1
+        check(out / "timeline.json", args, problems, converted=False)
+        summary = subprocess.run([args.tool, "summary", str(out / "timeline.devtap")], capture_output=True, text=True)
+        sys.stdout.write(summary.stdout + summary.stderr)
+        if summary.returncode != 0:
+            problems.append(f"devtap-recording summary exited {summary.returncode}")
+        elif f"step " not in summary.stdout or f"{args.taps}" not in summary.stdout:
+            problems.append("the summary does not show the 'step' point with its count")
+        convert = subprocess.run([args.tool, "trace", str(out / "timeline.devtap"), str(out / "converted.json")],
+                                 capture_output=True, text=True)
+        sys.stdout.write(convert.stdout + convert.stderr)
+        if convert.returncode != 0:
+            problems.append(f"devtap-recording trace exited {convert.returncode}")
+        else:
+            check(out / "converted.json", args, problems, converted=True)
+    for p in problems[:40]:
+        print("FAIL:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
