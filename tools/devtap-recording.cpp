@@ -87,11 +87,11 @@ int trace(recording_reader& file, const std::string& out_path) {
   for (const auto& [id, name] : file.scope_names()) trace.name_scope(id, name);
   file.for_each([&](const recorded_entry& e) {
     if (e.is_line) {  // a printer's line, as the live printer wrote it
-      trace.line(e.device, e.stamp.time_ns, e.text);
+      trace.line(e.device, e.stamp.time_ns, e.text, true);
       return;
     }
     if (e.is_marker) {
-      trace.marker(e.device, e.stamp.time_ns, e.marker, e.count, e.text);
+      trace.marker(e.device, e.stamp.time_ns, e.marker, e.count, e.text, true);
       return;
     }
     const devtap::detail::point_description* point = file.point(e.id);

@@ -90,7 +90,15 @@ struct receiver_state {
 
   /** Tells every sink (a marker on `stream`'s track, at the time of this call). */
   void mark(const device_stream& stream, marker_kind kind, std::uint64_t count, std::string_view text) {
-    for (auto& sink : sinks) sink->marker(stream.index, stamp_now_ns(), kind, count, text);
+    const bool from_reader = ring_read_here == stream.ring->host.consumer;  // the device's own reader
+    for (auto& sink : sinks) sink->marker(stream.index, stamp_now_ns(), kind, count, text, from_reader);
+  }
+  /** The stream's reader is done: its last word to the sinks. */
+  void end_sinks(const device_stream& stream) {
+    if (sinks.empty()) return;
+    const std::uint64_t dropped =
+        std::atomic_ref<std::uint64_t>(stream.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
+    for (auto& sink : sinks) sink->end(stream.index, stamp_now_ns(), dropped);
   }
 
   /** Exceptions kept per consumer and device; later ones are counted (a callable that throws on

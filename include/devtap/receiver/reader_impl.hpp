@@ -236,11 +236,7 @@ DEVTAP_FUNC void device_reader::end_stream() {
   }
   stream_.consumed.store(reader_.position(), std::memory_order_release);
   end_answers();
-  if (!state_.sinks.empty()) {
-    const std::uint64_t dropped =
-        std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
-    for (auto& sink : state_.sinks) sink->end(stream_.index, stamp_now_ns(), dropped);
-  }
+  state_.end_sinks(stream_);
   log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
   state_.mark_finished(stream_);
 }
@@ -261,6 +257,7 @@ DEVTAP_FUNC void device_reader::count_lost() {
         state_.name, lost, stream_.device_name);
     state_.mark(stream_, marker_kind::lost, lost, "records left in the ring when close() gave up on the device");
   }
+  state_.end_sinks(stream_);
   stream_.reader_exited.store(true, std::memory_order_release);
 }
 
@@ -286,6 +283,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
                     std::to_string(reader_.offset()) + " (" + describe_malformed(rec) + "): its stream was stopped" + left;
   log(log_level::error, "receiver '{}': {}", state_.name, stream_.failure);
   state_.mark(stream_, marker_kind::error, 1, stream_.failure);
+  state_.end_sinks(stream_);
   end_answers();  // blocked producers and waiting callers must not wait for a stopped reader
   publish_progress();
   state_.mark_finished(stream_);

@@ -221,7 +221,8 @@ struct receiver_access {
     return [s](const device& dev, std::uint64_t time_ns, std::string_view text) {
       for (const auto& stream : s->streams)
         if (stream->dev == &dev)
-          for (auto& sink : s->sinks) sink->line(stream->index, time_ns, text);
+          for (auto& sink : s->sinks)
+            sink->line(stream->index, time_ns, text, ring_read_here == stream->ring->host.consumer);
     };
   }
 };

@@ -4,8 +4,10 @@
 #include <devtap/config.hpp>
 #include <devtap/tap/tap_info.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -53,23 +55,64 @@ struct sink_record {
   std::uint64_t dropped = 0;  // the device's taps not written so far (`drop` policy, a full ring)
 };
 
-/** A receiver's record sink. `record` and `end` for a device come from that device's reader only;
- *  `marker` and `line` may come from any thread; `close` after every reader finished. */
+/** A receiver's record sink. `record` and `end` for a device come from that device's reader only
+ *  (`end` is its last call); `marker` and `line` from it (`from_reader`) or from any other thread;
+ *  `close` once the readers finished or were given up on. */
 class record_sink {
 public:
   virtual ~record_sink() = default;
   /** `entry` (null for an unknown id) describes the value; `point` is its description. */
   virtual void record(const sink_record& rec, const point_description* point, const consumer_entry* entry) = 0;
   /** A text line a device printed (devtap::print), at `time_ns`. */
-  virtual void line(std::size_t device, std::uint64_t time_ns, std::string_view text) = 0;
+  virtual void line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) = 0;
   virtual void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
-                      std::string_view text) = 0;
+                      std::string_view text, bool from_reader) = 0;
   /** A kernel's scope id gets a name (receiver::name_scope). */
   virtual void name_scope(std::uint32_t id, std::string_view name) = 0;
   /** The device's stream ended; `dropped`: its taps not written, in all. */
   virtual void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) = 0;
   /** Writes what is buffered and closes the file; the first write error, as a message (empty: none). */
   virtual std::string close() = 0;
+};
+
+/** One device's buffer in a sink. Its reader appends to `own` without a lock (a lock per record
+ *  cost 12 % of a 16 B stream); other threads add to a side buffer under a mutex, which the reader
+ *  takes in before its next entry (`take_foreign`). Once the reader has `ended`, `own` is close()'s;
+ *  a reader close() gave up on while it was stuck in a consumer keeps it (it is not written). */
+template <class Buffer>
+struct device_buffer {
+  Buffer own;
+  std::atomic<bool> ended{false};   // the reader's last call is done: release, paired with take_all's acquire
+  std::atomic<bool> closed{false};  // close() took what it could: the reader adds nothing more
+
+  void take_foreign() {  // the reader, before it appends
+    if (!has_foreign_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(foreign_mutex_);
+    own.insert(own.end(), foreign_.begin(), foreign_.end());
+    foreign_.clear();
+    has_foreign_.store(false, std::memory_order_relaxed);
+  }
+  template <class Fn>
+  void add_foreign(Fn&& append) {  // any other thread
+    std::lock_guard lock(foreign_mutex_);
+    if (closed.load(std::memory_order_relaxed)) return;
+    append(foreign_);
+    has_foreign_.store(true, std::memory_order_release);
+  }
+  Buffer take_all() {  // close(): the reader's part if it has ended, then the others'
+    Buffer out;
+    if (ended.load(std::memory_order_acquire)) out = std::move(own);
+    std::lock_guard lock(foreign_mutex_);
+    closed.store(true, std::memory_order_relaxed);
+    out.insert(out.end(), foreign_.begin(), foreign_.end());
+    foreign_ = Buffer{};
+    return out;
+  }
+
+private:
+  std::mutex foreign_mutex_;
+  Buffer foreign_;
+  std::atomic<bool> has_foreign_{false};
 };
 
 }  // namespace detail

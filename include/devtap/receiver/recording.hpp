@@ -67,25 +67,25 @@ public:
 
   DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
                                     const consumer_entry* entry) override;
-  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text,
+                                  bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
-                                    std::string_view text) override;
+                                    std::string_view text, bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;
 
 private:
   // One device's entries, appended by its reader and written as a records chunk every ~256 KiB.
-  struct track {
-    std::mutex mutex;
-    std::vector<std::uint64_t> words;  // 8-byte units: every entry is a multiple of 8
-    std::vector<std::uint64_t> defined;  // bit per point index (taps and calls apart) already written
-    std::uint64_t dropped = 0;
-    bool open = true;
+  struct track : device_buffer<std::vector<std::uint64_t>> {  // 8-byte words: every entry is a multiple of 8
+    std::vector<std::uint64_t> defined;  // bit per point already described in the file (the reader's)
+    std::uint64_t dropped = 0;           // taps not written, as far as markers told (the reader's)
   };
-  bool defined_locked(track& t, std::uint32_t id);  // marks it; true if it already was
-  void marker_locked(track& t, std::uint64_t time_ns, std::uint32_t kind, std::uint64_t count, std::string_view text);
-  void flush_locked(track& t, std::size_t device);  // the track's lock held; takes the file's
+  track* reader_track(std::size_t device);  // null if unknown or closed; else the foreign entries taken in
+  bool defined_before(track& t, std::uint32_t id);  // marks it; true if it already was
+  static void marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,
+                           std::uint64_t count, std::string_view text);
+  void flush(track& t, std::size_t device);  // the reader's: writes its entries as a chunk
   void write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes);  // file_mutex_ held
   void write_locked(const void* data, std::size_t bytes);
 

@@ -82,7 +82,15 @@ DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t de
   write_locked(body, bytes);
 }
 
-DEVTAP_FUNC bool recording_writer::defined_locked(track& t, std::uint32_t id) {
+DEVTAP_FUNC recording_writer::track* recording_writer::reader_track(std::size_t device) {
+  if (device >= tracks_.size()) return nullptr;
+  track& t = *tracks_[device];
+  if (t.closed.load(std::memory_order_relaxed) || t.ended.load(std::memory_order_relaxed)) return nullptr;
+  t.take_foreign();
+  return &t;
+}
+
+DEVTAP_FUNC bool recording_writer::defined_before(track& t, std::uint32_t id) {
   // Taps at even bits, calls at odd ones: the two kinds share index numbers.
   const std::uint64_t bit = std::uint64_t{(id & ~call_id_flag) - 1} * 2 + ((id & call_id_flag) != 0 ? 1 : 0);
   if (bit / 64 >= t.defined.size()) t.defined.resize(bit / 64 + 1, 0);
@@ -93,23 +101,23 @@ DEVTAP_FUNC bool recording_writer::defined_locked(track& t, std::uint32_t id) {
   return was;
 }
 
-DEVTAP_FUNC void recording_writer::flush_locked(track& t, std::size_t device) {
+DEVTAP_FUNC void recording_writer::flush(track& t, std::size_t device) {
   std::lock_guard lock(file_mutex_);
-  write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), t.words.data(), t.words.size() * 8);
-  t.words.clear();
+  write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), t.own.data(), t.own.size() * 8);
+  t.own.clear();
 }
 
 DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_description* point, const consumer_entry*) {
-  if (rec.device >= tracks_.size()) return;
-  track& t = *tracks_[rec.device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open) return;
+  track* tp = reader_track(rec.device);
+  if (tp == nullptr) return;
+  track& t = *tp;
   if (rec.dropped > t.dropped) {
-    marker_locked(t, rec.stamp.time_ns, static_cast<std::uint32_t>(marker_kind::dropped), rec.dropped - t.dropped, "taps the device did not write");
+    marker_entry(t.own, rec.stamp.time_ns, static_cast<std::uint32_t>(marker_kind::dropped), rec.dropped - t.dropped,
+                 "taps the device did not write");
     t.dropped = rec.dropped;
   }
-  const bool described = point != nullptr && point->id != scope_record_id;
-  if (described && !defined_locked(t, point->id)) {
+  const bool described = point != nullptr && point->id != scope_record_id;  // scopes: described at open
+  if (described && !defined_before(t, point->id)) {
     // Every track writes its own definition once (another track's may still sit in its buffer);
     // the reader keeps the first of equal ones. Written before this track's buffer: before the record.
     std::vector<std::uint64_t> body;
@@ -120,21 +128,26 @@ DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_de
     std::lock_guard file_lock(file_mutex_);
     write_chunk(chunk_type::point, static_cast<std::uint32_t>(rec.device), body.data(), body.size() * 8);
   }
+  // One resize per entry, then the fields in place: this runs for every record a reader reads.
   const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint;
+  const std::size_t words = 2 + (own_fingerprint ? 1 : 0) + (rec.stamp.stamped ? 1 : 0) + (rec.bytes + 7) / 8;
+  const std::size_t at = t.own.size();
+  t.own.resize(at + words);
+  std::uint64_t* w = t.own.data() + at;
   const std::uint32_t word = rec.stamp.stamped ? rec.id | stamped_id_flag : rec.id;
   const std::uint32_t bytes = static_cast<std::uint32_t>(rec.bytes) | (own_fingerprint ? recorded_fingerprint_flag : 0);
-  word_appender w{t.words};
-  w.u32_pair(word, bytes);
-  if (own_fingerprint) w.u64(rec.fingerprint);
-  w.u64(rec.stamp.time_ns);
-  if (rec.stamp.stamped) w.u64(rec.stamp.sequence);
-  w.bytes(rec.payload, rec.bytes);
-  if (t.words.size() >= recording_flush_words) flush_locked(t, rec.device);
+  *w++ = word | (std::uint64_t{bytes} << 32);
+  if (own_fingerprint) *w++ = rec.fingerprint;
+  *w++ = rec.stamp.time_ns;
+  if (rec.stamp.stamped) *w++ = rec.stamp.sequence;
+  // (resize zeroed the words: the last one's padding stays zero)
+  if (rec.bytes != 0) std::memcpy(w, rec.payload, rec.bytes);
+  if (t.own.size() >= recording_flush_words) flush(t, rec.device);
 }
 
-DEVTAP_FUNC void recording_writer::marker_locked(track& t, std::uint64_t time_ns, std::uint32_t kind, std::uint64_t count,
-                                                 std::string_view text) {
-  word_appender w{t.words};
+DEVTAP_FUNC void recording_writer::marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,
+                                                std::uint64_t count, std::string_view text) {
+  word_appender w{words};
   w.u32_pair(recorded_marker_word, static_cast<std::uint32_t>(text.size()));
   w.u64(time_ns);
   w.u32_pair(kind, 0);
@@ -143,20 +156,27 @@ DEVTAP_FUNC void recording_writer::marker_locked(track& t, std::uint64_t time_ns
 }
 
 DEVTAP_FUNC void recording_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind,
-                                          std::uint64_t count, std::string_view text) {
+                                          std::uint64_t count, std::string_view text, bool from_reader) {
   if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open) return;
-  if (kind == marker_kind::dropped) t.dropped += count;
-  marker_locked(t, time_ns, static_cast<std::uint32_t>(kind), count, text);
+  track* t = from_reader ? reader_track(device) : nullptr;
+  const auto k = static_cast<std::uint32_t>(kind);
+  if (t == nullptr) {  // another thread's, or after the reader ended
+    tracks_[device]->add_foreign([&](std::vector<std::uint64_t>& words) { marker_entry(words, time_ns, k, count, text); });
+    return;
+  }
+  if (kind == marker_kind::dropped) t->dropped += count;
+  marker_entry(t->own, time_ns, k, count, text);
 }
 
-DEVTAP_FUNC void recording_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text) {
+DEVTAP_FUNC void recording_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) {
   if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (t.open) marker_locked(t, time_ns, recorded_line_kind, 1, text);
+  track* t = from_reader ? reader_track(device) : nullptr;
+  if (t == nullptr) {
+    tracks_[device]->add_foreign(
+        [&](std::vector<std::uint64_t>& words) { marker_entry(words, time_ns, recorded_line_kind, 1, text); });
+    return;
+  }
+  marker_entry(t->own, time_ns, recorded_line_kind, 1, text);
 }
 
 DEVTAP_FUNC void recording_writer::name_scope(std::uint32_t id, std::string_view name) {
@@ -169,26 +189,21 @@ DEVTAP_FUNC void recording_writer::name_scope(std::uint32_t id, std::string_view
 }
 
 DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
-  if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open) return;
-  if (dropped > t.dropped) {
-    marker_locked(t, time_ns, static_cast<std::uint32_t>(marker_kind::dropped), dropped - t.dropped, "taps the device did not write");
-    t.dropped = dropped;
+  track* t = reader_track(device);
+  if (t == nullptr) return;
+  if (dropped > t->dropped) {
+    marker_entry(t->own, time_ns, static_cast<std::uint32_t>(marker_kind::dropped), dropped - t->dropped,
+                 "taps the device did not write");
+    t->dropped = dropped;
   }
-  flush_locked(t, device);
+  flush(*t, device);
+  t->ended.store(true, std::memory_order_release);  // what comes later (other threads' markers) is close()'s
 }
 
 DEVTAP_FUNC std::string recording_writer::close() {
-  // Tracks first, then the file, as in trace_writer::close (a track's lock is held when the file's is taken).
+  // Each track's entries, then the file (a reader writes to the file from its own entries: never the other way round).
   std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> rest;
-  for (std::size_t i = 0; i < tracks_.size(); ++i) {
-    std::lock_guard lock(tracks_[i]->mutex);
-    if (!tracks_[i]->open) continue;
-    tracks_[i]->open = false;
-    rest.emplace_back(i, std::move(tracks_[i]->words));
-  }
+  for (std::size_t i = 0; i < tracks_.size(); ++i) rest.emplace_back(i, tracks_[i]->take_all());
   std::lock_guard lock(file_mutex_);
   if (closed_ || file_ == nullptr) return error_;
   for (auto& [device, words] : rest)

@@ -29,9 +29,10 @@ public:
 
   DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
                                     const consumer_entry* entry) override;
-  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text) override;
+  DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text,
+                                  bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
-                                    std::string_view text) override;
+                                    std::string_view text, bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;
@@ -40,23 +41,19 @@ public:
   std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
 
 private:
-  // One device's events, rendered by its reader and written to the file in pieces of ~64 KiB. The
-  // mutex is uncontended but for markers from other threads (a merged consumer's helper).
-  struct track {
-    std::mutex mutex;
-    std::string text;
-    std::uint64_t dropped = 0;  // taps not written, as far as markers told
-    bool ended = false;  // its stream ended: a lost-records marker may still come
-    bool open = true;    // false once close() took its text
+  // One device's events, rendered by its reader and written to the file in pieces of ~64 KiB.
+  struct track : device_buffer<std::string> {
+    std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
   };
 
   // `,\n{"ph":..,"pid":1,"tid":..,"ts":..,"cat":..,"name":..` : the caller adds the rest and `}`.
   void begin_event(std::string& out, const char* phase, std::size_t device, std::uint64_t time_ns,
                    std::string_view category, std::string_view name);
-  void marker_locked(track& t, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
-                     std::string_view text);
-  void dropped_locked(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);
-  void done_event(track& t);  // counts it; writes the track out when it has grown large
+  void marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
+                    std::string_view text);
+  void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);  // the reader's
+  track* reader_track(std::size_t device);  // null if unknown or closed; else the foreign events taken in
+  void done_event(track& t);  // the reader's: counts it; writes the track out when it has grown large
   void write_locked(std::string_view text);  // file_mutex_ held
 
   std::FILE* file_ = nullptr;

@@ -77,10 +77,10 @@ DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, 
 
 DEVTAP_FUNC void trace_writer::done_event(track& t) {
   events_.fetch_add(1, std::memory_order_relaxed);
-  if (t.text.size() < trace_flush_bytes) return;
+  if (t.own.size() < trace_flush_bytes) return;
   std::lock_guard lock(file_mutex_);
-  write_locked(t.text);
-  t.text.clear();
+  write_locked(t.own);
+  t.own.clear();
 }
 
 DEVTAP_FUNC void trace_writer::write_locked(std::string_view text) {
@@ -89,14 +89,21 @@ DEVTAP_FUNC void trace_writer::write_locked(std::string_view text) {
     error_ = "writing trace file '" + path_ + "' failed: " + std::strerror(errno);
 }
 
+DEVTAP_FUNC trace_writer::track* trace_writer::reader_track(std::size_t device) {
+  if (device >= tracks_.size()) return nullptr;
+  track& t = *tracks_[device];
+  if (t.closed.load(std::memory_order_relaxed) || t.ended.load(std::memory_order_relaxed)) return nullptr;
+  t.take_foreign();
+  return &t;
+}
+
 DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_description* point,
                                       const consumer_entry* entry) {
-  if (rec.device >= tracks_.size()) return;
-  track& t = *tracks_[rec.device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open || t.ended) return;
-  dropped_locked(t, rec.device, rec.stamp.time_ns, rec.dropped);
-  std::string& out = t.text;
+  track* tp = reader_track(rec.device);
+  if (tp == nullptr) return;
+  track& t = *tp;
+  dropped_event(t, rec.device, rec.stamp.time_ns, rec.dropped);
+  std::string& out = t.own;
   const point_kind kind = point != nullptr ? point->kind : point_kind::tap;
   if (kind == point_kind::print) return;  // its lines arrive through line(), formatted
   if (kind == point_kind::scope) {
@@ -123,8 +130,9 @@ DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_descri
   }
   out += ",\"s\":\"t\",\"args\":";
   const std::size_t args_at = out.size();
-  if (entry != nullptr && rec.fingerprint == entry->fingerprint) entry->describe(rec.payload, rec.bytes, out);
-  else {
+  if (entry != nullptr && rec.fingerprint == entry->fingerprint) {
+    entry->describe(rec.payload, rec.bytes, out);
+  } else {
     out += "{\"bytes\":";
     append_json_number(out, rec.bytes);
     out += '}';
@@ -138,43 +146,53 @@ DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_descri
   done_event(t);
 }
 
-DEVTAP_FUNC void trace_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text) {
-  if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open || t.ended) return;
-  begin_event(t.text, "i", device, time_ns, "print", "print");
-  t.text += ",\"s\":\"t\",\"args\":{\"line\":";
-  append_json_string(t.text, text);
-  t.text += "}}";
-  done_event(t);
+DEVTAP_FUNC void trace_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) {
+  auto render = [&](std::string& out) {
+    begin_event(out, "i", device, time_ns, "print", "print");
+    out += ",\"s\":\"t\",\"args\":{\"line\":";
+    append_json_string(out, text);
+    out += "}}";
+  };
+  if (!from_reader) {
+    if (device < tracks_.size()) tracks_[device]->add_foreign(render);
+    return;
+  }
+  if (track* t = reader_track(device)) {
+    render(t->own);
+    done_event(*t);
+  }
 }
 
-DEVTAP_FUNC void trace_writer::marker_locked(track& t, std::size_t device, std::uint64_t time_ns, marker_kind kind,
-                                             std::uint64_t count, std::string_view text) {
-  begin_event(t.text, "i", device, time_ns, "marker", marker_name(kind));
-  t.text += ",\"s\":\"t\",\"args\":{\"count\":";
-  append_json_number(t.text, count);
-  t.text += ",\"text\":";
-  append_json_string(t.text, text);
-  t.text += "}}";
-  done_event(t);
+DEVTAP_FUNC void trace_writer::marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind,
+                                            std::uint64_t count, std::string_view text) {
+  begin_event(out, "i", device, time_ns, "marker", marker_name(kind));
+  out += ",\"s\":\"t\",\"args\":{\"count\":";
+  append_json_number(out, count);
+  out += ",\"text\":";
+  append_json_string(out, text);
+  out += "}}";
 }
 
-DEVTAP_FUNC void trace_writer::dropped_locked(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
+DEVTAP_FUNC void trace_writer::dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
   if (dropped <= t.dropped) return;
-  marker_locked(t, device, time_ns, marker_kind::dropped, dropped - t.dropped, "taps the device did not write");
+  marker_event(t.own, device, time_ns, marker_kind::dropped, dropped - t.dropped, "taps the device did not write");
   t.dropped = dropped;
+  done_event(t);
 }
 
 DEVTAP_FUNC void trace_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
-                                      std::string_view text) {
+                                      std::string_view text, bool from_reader) {
   if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open || (t.ended && kind != marker_kind::lost)) return;
-  if (kind == marker_kind::dropped) dropped_locked(t, device, time_ns, t.dropped + count);
-  else marker_locked(t, device, time_ns, kind, count, text);
+  track* t = from_reader ? reader_track(device) : nullptr;
+  if (t == nullptr) {  // another thread's, or after the reader ended (a drop count is the reader's alone)
+    tracks_[device]->add_foreign([&](std::string& out) { marker_event(out, device, time_ns, kind, count, text); });
+    return;
+  }
+  if (kind == marker_kind::dropped) dropped_event(*t, device, time_ns, t->dropped + count);
+  else {
+    marker_event(t->own, device, time_ns, kind, count, text);
+    done_event(*t);
+  }
 }
 
 DEVTAP_FUNC void trace_writer::name_scope(std::uint32_t id, std::string_view name) {
@@ -183,25 +201,16 @@ DEVTAP_FUNC void trace_writer::name_scope(std::uint32_t id, std::string_view nam
 }
 
 DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
-  if (device >= tracks_.size()) return;
-  track& t = *tracks_[device];
-  std::lock_guard lock(t.mutex);
-  if (!t.open || t.ended) return;
-  dropped_locked(t, device, time_ns, dropped);
-  t.ended = true;
+  if (track* t = reader_track(device)) {
+    dropped_event(*t, device, time_ns, dropped);
+    t->ended.store(true, std::memory_order_release);  // its text is close()'s now
+  }
 }
 
 DEVTAP_FUNC std::string trace_writer::close() {
-  // Tracks first, each under its own lock, then the file: a reader holds a track's lock when it
-  // writes to the file, so the two are never taken the other way round.
+  // Each track's text, then the file (a reader writes to the file from its own text: never the other way round).
   std::string rest;
-  for (auto& t : tracks_) {
-    std::lock_guard track_lock(t->mutex);
-    if (!t->open) continue;
-    t->open = false;  // a reader still running (close() gave up on it) writes nothing more
-    rest += t->text;
-    std::string().swap(t->text);
-  }
+  for (auto& t : tracks_) rest += t->take_all();
   std::lock_guard lock(file_mutex_);
   if (closed_ || file_ == nullptr) return error_;
   write_locked(rest);
