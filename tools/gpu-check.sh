@@ -37,6 +37,7 @@ print_nvcc|tests/print/print_nvcc||90|devtap::print from kernels, over 1 MB from
 cuda_progress|examples/cuda_progress|--as-test|60|example: a kernel's live progress
 cuda_histogram|examples/cuda_histogram|--as-test|60|example: warp taps of a histogram
 cuda_call|examples/cuda_call|--as-test|60|example: a kernel asks the host mid-run (devtap::call)
+cuda_timeline|examples/cuda_timeline|--as-test @RESULTS@|60|example: GPU timestamps, scopes, trace file, recording and replay
 kernel_print|examples/kernel_print|--as-test|60|example: printing from kernels
 bench_cuda|bench/cuda/devtap-bench-cuda|--csv @RESULTS@/bench-cuda.csv --compare-csv @RESULTS@/bench-gpu.csv|150|bench: taps vs kernel+cudaMemcpy, mailbox, cudaLaunchHostFunc; latency; open
 bench_print_gpu|bench/print/devtap-bench-print-gpu||90|bench: devtap::print vs CUDA printf

@@ -85,6 +85,8 @@ struct fmt::formatter<devtap::device_stats> : devtap::detail::text_formatter {
         s.device, s.records, s.bytes, s.dropped_records, s.dropped_bytes, s.unknown_ids, s.type_mismatches,
         s.consumer_errors, s.ignored, s.lost_at_close);
     if (s.call_slot_waits != 0) text += fmt::format(", {} call(s) waited for a reply slot", s.call_slot_waits);
+    if (s.clock_error_ns == ~std::uint64_t{0}) text += ", clock not calibrated";
+    else if (s.clock_error_ns != 0) text += fmt::format(", clock within +-{} ns", s.clock_error_ns);
     if (s.stream_failed) text += fmt::format(", stream failed: {}", s.failure);
     return write(text, ctx);
   }

@@ -585,6 +585,79 @@ HARNESS_CASE(call_after_close) {
   CUDA_OK(cudaFree(last));
 }
 
+// Timestamps (issue 16): every tap stamped with %globaltimer mapped onto the host's clock, each
+// thread's stamps in its tap order, the device's sequence numbers 0..n-1 with no gap, every time
+// within the run's host window widened by the calibration's bound; warp_tap and scopes stamped too.
+__global__ void stamped_kernel(devtap::outfeed out, devtap::tap_point<seq_rec> p, devtap::tap_point<seq_rec> warp,
+                               int per_thread) {
+  const unsigned t = global_id();
+  out.scope_begin(7);
+  for (int i = 0; i < per_thread; ++i) {
+    const seq_rec r{t, static_cast<std::uint32_t>(i), seq_check(t, static_cast<std::uint32_t>(i))};
+    out.tap(p, r);
+    devtap::warp_tap(out, warp, r);
+  }
+  out.scope_end(7);
+}
+
+HARNESS_CASE(timestamps) {
+  constexpr int blocks = 16, threads = 128, per_thread = 20;
+  devtap::receiver_options o = on_gpu(8u << 20);
+  o.timestamps = true;
+  const auto opened = devtap::tap_info::clock::now();
+  devtap::receiver rx(o);
+  const std::uint64_t bound = rx.stats().devices[0].clock_error_ns;
+  std::printf("  calibration: GPU clock within +-%llu ns of the host's\n", static_cast<unsigned long long>(bound));
+  CHECK(bound < 1000000);  // a calibrated clock: well under a millisecond
+  std::vector<devtap::tap_info::clock::time_point> last(blocks * threads);
+  std::vector<std::uint64_t> sequences;
+  std::uint64_t records = 0, unstamped = 0, backwards = 0, warp_records = 0, scopes = 0;
+  devtap::tap_info::clock::time_point first_time = devtap::tap_info::clock::time_point::max(), last_time{};
+  auto note = [&](const devtap::tap_info& info) {
+    unstamped += !info.stamped;
+    sequences.push_back(info.sequence);
+    first_time = std::min(first_time, info.time);
+    last_time = std::max(last_time, info.time);
+  };
+  auto p = rx.attach<seq_rec>(
+      [&](const seq_rec& r, const devtap::tap_info& info) {
+        ++records;
+        note(info);
+        if (r.thread < last.size()) {
+          backwards += info.time < last[r.thread];
+          last[r.thread] = info.time;
+        }
+      },
+      devtap::shared);
+  auto w = rx.attach<seq_rec>([&](const seq_rec&, const devtap::tap_info& info) { ++warp_records, note(info); }, devtap::shared);
+  rx.attach<devtap::scope_event>([&](const devtap::scope_event& e, const devtap::tap_info& info) {
+    scopes += e.id == 7;
+    note(info);
+  }, devtap::shared);
+  const auto t0 = std::chrono::steady_clock::now();
+  stamped_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, w, per_thread);
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto t1 = std::chrono::steady_clock::now();
+  rx.close();
+  const auto closed = devtap::tap_info::clock::now();
+  CHECK_EQ(records, std::uint64_t{blocks} * threads * per_thread);
+  CHECK_EQ(scopes, std::uint64_t{blocks} * threads * 2);
+  CHECK_EQ(unstamped, 0u);
+  CHECK_EQ(backwards, 0u);
+  std::sort(sequences.begin(), sequences.end());
+  bool dense = true;
+  for (std::size_t i = 0; i < sequences.size(); ++i) dense = dense && sequences[i] == i;
+  CHECK(dense);  // 0..n-1 over taps, warp taps and scopes: no number lost or used twice
+  const auto slack = std::chrono::nanoseconds(bound + 2000);  // + the timer's tick
+  CHECK(first_time + slack >= opened);
+  CHECK(last_time <= closed + slack);
+  std::printf("  %llu stamped records in %.3f ms of kernel time; stamps span %.3f ms\n",
+              static_cast<unsigned long long>(records + warp_records + scopes),
+              std::chrono::duration<double, std::milli>(t1 - t0).count(),
+              std::chrono::duration<double, std::milli>(last_time - first_time).count());
+}
+
 HARNESS_CASE(all_gpus) {
   const auto gpus = devtap::devices("cuda");
   constexpr int blocks = 16, threads = 128, per_thread = 50;

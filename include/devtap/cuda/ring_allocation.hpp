@@ -74,7 +74,9 @@ public:
   static constexpr std::uint64_t readback_offset(std::uint64_t capacity) noexcept {
     return capacity + ((sizeof(ring_consumer_side) + 63) & ~std::uint64_t{63});
   }
-  static constexpr std::uint64_t pinned_bytes(std::uint64_t capacity) noexcept { return readback_offset(capacity) + 64; }
+  /** The clock probe's two lines (calibrate_clock): the host's asks, then the GPU's answers. */
+  static constexpr std::uint64_t probe_offset(std::uint64_t capacity) noexcept { return readback_offset(capacity) + 64; }
+  static constexpr std::uint64_t pinned_bytes(std::uint64_t capacity) noexcept { return probe_offset(capacity) + 128; }
 
   /** Allocates a ring of `capacity` bytes (a power of two, 256 ... max_ring_capacity) for GPU `device`.
    *  Throws backend_error with the CUDA error text when the runtime refuses. */
@@ -91,6 +93,13 @@ public:
    *  backend_error if CUDA reports an error. */
   DEVTAP_INLINE_VIRTUAL std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const override;
 
+  /** Measures the GPU's %globaltimer against the host's steady clock (clock_offset_ns and its bound
+   *  clock_error_ns): a one-thread probe kernel, loaded from PTX text (no nvcc needed here), answers
+   *  rounds the host asks through mapped memory; each answer's GPU time lies between the host's ask
+   *  and its sight of the answer, and the tightest of 64 rounds is kept. A GPU too busy to run the
+   *  probe within 2 s leaves the stamps uncalibrated (error bound UINT64_MAX, logged). Never throws. */
+  DEVTAP_INLINE_VIRTUAL void calibrate_clock() override;
+
 private:
   void release() noexcept;
 
@@ -100,6 +109,7 @@ private:
   ring_producer_side* producer_side_ = nullptr;
   cudaStream_t stream_ = nullptr;
   std::uint64_t* readback_ = nullptr;
+  std::byte* mapped_ = nullptr;  // the pinned block as the GPU sees it
   mutable std::mutex readback_mutex_;
 };
 

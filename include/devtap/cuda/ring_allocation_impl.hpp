@@ -2,6 +2,8 @@
 // The definitions of the CUDA ring allocation and the CUDA error path (declared in ring_allocation.hpp): included by that header when
 // header-only, compiled once into the library in compiled mode (see config.hpp).
 #include <devtap/cuda/ring_allocation.hpp>
+#include <devtap/ring/wake.hpp>
+#include <devtap/tap/tap_info.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -47,6 +49,7 @@ DEVTAP_FUNC cuda_ring_allocation::cuda_ring_allocation(int device, std::uint64_t
     cuda_check(cudaStreamSynchronize(stream_), device_name_, "cudaStreamSynchronize");
 
     auto* mapped_bytes = static_cast<std::byte*>(mapped);
+    mapped_ = mapped_bytes;
     const std::uint64_t key = new_stamp_key(pinned_);
     host = ring_view{nullptr, reinterpret_cast<ring_consumer_side*>(pinned_ + consumer_offset(capacity)), pinned_,
                      capacity, key};
@@ -81,6 +84,100 @@ DEVTAP_FUNC std::optional<std::uint64_t> cuda_ring_allocation::claimed_position(
     std::this_thread::sleep_for(pause);
   }
   return std::atomic_ref<std::uint64_t>(*readback_).load(std::memory_order_acquire);
+}
+
+// The clock probe (calibrate_clock): one thread waits for the host's round number r in asks[0],
+// then writes its %globaltimer to answers[1] and r to answers[0], each fenced system-wide; ~0 ends
+// it. PTX, loaded by the runtime (cudaLibraryLoadData), so that host code compiled by g++ has it.
+inline constexpr char clock_probe_ptx[] = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry devtap_clock_probe(.param .u64 asks, .param .u64 answers)
+{
+  .reg .pred %p<3>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [asks];
+  ld.param.u64 %rd2, [answers];
+  mov.u64 %rd3, 0;
+WAIT:
+  ld.volatile.global.u64 %rd4, [%rd1];
+  setp.eq.u64 %p1, %rd4, %rd3;
+  @%p1 bra WAIT;
+  setp.eq.u64 %p2, %rd4, -1;
+  @%p2 bra DONE;
+  mov.u64 %rd5, %globaltimer;
+  st.volatile.global.u64 [%rd2+8], %rd5;
+  membar.sys;
+  st.volatile.global.u64 [%rd2], %rd4;
+  membar.sys;
+  mov.u64 %rd3, %rd4;
+  bra.uni WAIT;
+DONE:
+  ret;
+}
+)";
+
+DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
+  clock_offset_ns = 0;
+  clock_error_ns = ~std::uint64_t{0};  // until a round answers
+  const std::uint64_t capacity = host.capacity;
+  auto* asks = reinterpret_cast<std::uint64_t*>(pinned_ + probe_offset(capacity));
+  auto* answers = reinterpret_cast<std::uint64_t*>(pinned_ + probe_offset(capacity) + 64);
+  void* asks_gpu = mapped_ + probe_offset(capacity);
+  void* answers_gpu = mapped_ + probe_offset(capacity) + 64;
+  cudaLibrary_t library = nullptr;
+  bool finished = false;
+  try {
+    cuda_current_device current(device_, device_name_);
+    std::atomic_ref<std::uint64_t>(asks[0]).store(0, std::memory_order_relaxed);
+    std::atomic_ref<std::uint64_t>(answers[0]).store(0, std::memory_order_relaxed);
+    cuda_check(cudaLibraryLoadData(&library, clock_probe_ptx, nullptr, nullptr, 0, nullptr, nullptr, 0), device_name_,
+               "loading the clock probe (cudaLibraryLoadData)");
+    cudaKernel_t kernel = nullptr;
+    cuda_check(cudaLibraryGetKernel(&kernel, library, "devtap_clock_probe"), device_name_, "cudaLibraryGetKernel");
+    void* args[] = {&asks_gpu, &answers_gpu};
+    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, stream_), device_name_,
+               "launching the clock probe");
+    std::uint64_t best = ~std::uint64_t{0};
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);  // the probe may wait for a free SM
+    for (std::uint64_t round = 1; round <= 64; ++round) {
+      // The GPU reads its timer after it saw this ask and before the host sees the answer: the
+      // GPU time lies in [ask, sight], so it is read as their middle, within half their distance.
+      const std::uint64_t ask = stamp_now_ns();
+      std::atomic_ref<std::uint64_t>(asks[0]).store(round, std::memory_order_seq_cst);
+      bool answered = false;
+      while (!(answered = std::atomic_ref<std::uint64_t>(answers[0]).load(std::memory_order_acquire) == round) &&
+             std::chrono::steady_clock::now() < deadline)
+        cpu_relax();
+      const std::uint64_t sight = stamp_now_ns();
+      if (!answered) break;
+      const std::uint64_t gpu = std::atomic_ref<std::uint64_t>(answers[1]).load(std::memory_order_relaxed);
+      if (sight - ask < best) {
+        best = sight - ask;
+        clock_offset_ns = static_cast<std::int64_t>(gpu - (ask + best / 2));
+        clock_error_ns = (best + 1) / 2;
+      }
+      deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    }
+    std::atomic_ref<std::uint64_t>(asks[0]).store(~std::uint64_t{0}, std::memory_order_seq_cst);  // the probe ends
+    for (int i = 0; i < 2000 && !finished; ++i) {  // at most ~2 s: a probe that never ran ends at once when it does
+      const cudaError_t status = cudaStreamQuery(stream_);
+      if (status == cudaSuccess) finished = true;
+      else if (status != cudaErrorNotReady) cuda_check(status, device_name_, "the clock probe");
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  } catch (const std::exception& e) {
+    std::atomic_ref<std::uint64_t>(asks[0]).store(~std::uint64_t{0}, std::memory_order_seq_cst);
+    log(log_level::warn, "{}: GPU timestamps not calibrated: {}", device_name_, e.what());
+  }
+  // A library whose kernel may still be queued stays loaded (a few hundred bytes) rather than pulled from under it.
+  if (library != nullptr && finished) (void)cudaLibraryUnload(library);
+  if (clock_error_ns == ~std::uint64_t{0})
+    log(log_level::warn, "{}: GPU timestamps not calibrated (the probe kernel did not answer within 2 s): its "
+                         "stamps are the GPU's %globaltimer, not the host's clock", device_name_);
+  else
+    log(log_level::debug, "{}: GPU clock offset {} ns, within +-{} ns", device_name_, clock_offset_ns, clock_error_ns);
 }
 
 DEVTAP_FUNC void cuda_ring_allocation::release() noexcept {

@@ -70,12 +70,20 @@ DEVTAP_HOST_DEVICE inline void strided_copy(std::byte* dst, const std::byte* src
   }
 }
 
-/** Writes the record of `value` at the claimed `pos` and publishes it (payload, then header). */
+/** Writes the record of `value` at the claimed `pos` and publishes it (payload, then header); with
+ *  a `stamp` (timestamps on), the stamp first and the id flagged (tap/tap_info.hpp). */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics, class T>
 DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
-                                     std::uint64_t payload) {
+                                     std::uint64_t payload, const tap_stamp* stamp = nullptr) {
   std::byte* dst = ring.payload_at(pos);
+  std::uint32_t id = point.id;
+  if (stamp != nullptr) {
+    reinterpret_cast<std::uint64_t*>(dst)[0] = stamp->time_ns;
+    reinterpret_cast<std::uint64_t*>(dst)[1] = stamp->sequence;
+    dst += sizeof(tap_stamp);
+    id |= stamped_id_flag;
+  }
   if constexpr (shape_of<T> == shape::span) {  // the codec's layout, 8 bytes at a time
     *reinterpret_cast<std::uint64_t*>(dst) = value.size();
     strided_copy(dst + 8, reinterpret_cast<const std::byte*>(value.data()), value.size() * sizeof(typename T::element_type),
@@ -83,7 +91,7 @@ DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, c
   } else {
     encode(value, dst);
   }
-  commit<Atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  commit<Atomics>(ring, pos, id, point.fingerprint, static_cast<std::uint32_t>(payload));
 }
 
 #if defined(__CUDACC__)
@@ -128,6 +136,26 @@ __device__ inline void warp_offsets(unsigned mask, unsigned lane, std::uint64_t 
   }
 }
 
+/** The GPU's global nanosecond timer (receiver_options::timestamps); the host maps it onto its
+ *  steady clock with the offset measured at open (cuda_ring_allocation::calibrate_clock). */
+__device__ inline std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/** The stamps of the lanes in `mask` tapping together (timestamps on): one counter add for the
+ *  warp, each lane the next number in lane order, each its own time. */
+__device__ inline tap_stamp warp_stamps(const ring_view& ring, unsigned mask, unsigned lane) {
+  const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
+  std::uint64_t base = 0;
+  if (lane == leader)
+    base = cuda_atomics::producer_ref<std::uint64_t>(ring.producer->taps)
+               .fetch_add(static_cast<std::uint64_t>(__popc(mask)), cuda_atomics::relaxed);
+  base = static_cast<std::uint64_t>(__shfl_sync(mask, static_cast<unsigned long long>(base), static_cast<int>(leader)));
+  return tap_stamp{global_timer_ns(), base + lanes_below(mask)};
+}
+
 /** The tap of a CUDA thread (what `outfeed::tap` calls in device code). Any thread, any block. */
 template <class T>
 __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
@@ -135,7 +163,8 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   if (ring.data == nullptr) return;  // an empty handle: there is nowhere to write, or to count
   // The lanes tapping together into the same ring (lanes may hold handles of different devices).
   const unsigned active = __match_any_sync(__activemask(), reinterpret_cast<unsigned long long>(ring.data));
-  const std::uint64_t payload = encoded_size(value);
+  const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
+  const std::uint64_t payload = stamp_bytes + encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
   const std::uint64_t limit = max_record_bytes(ring.capacity);
   // A tap_point of no receiver (id 0 would end the stream) or of another one: dropped, counted, reported.
@@ -152,6 +181,10 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
 
   const unsigned lane = lane_id();
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
+  // Taken before the claim, as a cpu tap's: a tap that is then dropped has used its number (a gap).
+  tap_stamp stamp{};
+  if (stamp_bytes != 0) stamp = warp_stamps(ring, mask, lane);
+  const tap_stamp* stamped = stamp_bytes != 0 ? &stamp : nullptr;
   std::uint64_t prefix, total;
   if constexpr (is_raw_v<T>) {  // one size for every lane: no shuffles
     prefix = bytes * lanes_below(mask);
@@ -171,7 +204,7 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
     status = static_cast<claim_status>(__shfl_sync(mask, static_cast<unsigned>(status), static_cast<int>(leader)));
     pos = shfl_u64(mask, pos, leader);
     if (status != claim_status::claimed) return;
-    write_record<cuda_atomics>(ring, pos + prefix, point, value, payload);
+    write_record<cuda_atomics>(ring, pos + prefix, point, value, payload, stamped);
   } else {
     std::uint64_t pos = 0;
     const claim_status status = claim<cuda_atomics, device_wait>(ring, bytes, policy, pos);
@@ -179,7 +212,7 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
       account_unwritten<cuda_atomics>(ring, status, 1, bytes);
       return;
     }
-    write_record<cuda_atomics>(ring, pos, point, value, payload);
+    write_record<cuda_atomics>(ring, pos, point, value, payload, stamped);
   }
 }
 
@@ -193,7 +226,8 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
   const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
   const unsigned rank = lanes_below(mask);
-  const std::uint64_t payload = shfl_u64(mask, encoded_size(value), leader);
+  const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
+  const std::uint64_t payload = stamp_bytes + shfl_u64(mask, encoded_size(value), leader);
   const std::uint64_t bytes = record_bytes(payload);
   const bool attached = point.id != end_of_stream_id && point.receiver == out.receiver_id();
   if (!attached || bytes > max_record_bytes(ring.capacity)) {
@@ -208,7 +242,11 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
   }
   std::uint64_t pos = 0;
   auto status = claim_status::claimed;
+  tap_stamp stamp{};  // one record: one number, the leader's time (taken before the claim, as device_tap's)
   if (lane == leader) {
+    if (stamp_bytes != 0)
+      stamp = {global_timer_ns(),
+               cuda_atomics::producer_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, cuda_atomics::relaxed)};
     status = claim<cuda_atomics, device_wait>(ring, bytes, out.policy(), pos);
     account_unwritten<cuda_atomics>(ring, status, 1, bytes);
   }
@@ -216,6 +254,13 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
   if (status != claim_status::claimed) return;
   pos = shfl_u64(mask, pos, leader);
   std::byte* dst = ring.payload_at(pos);
+  if (stamp_bytes != 0) {
+    if (lane == leader) {
+      reinterpret_cast<std::uint64_t*>(dst)[0] = stamp.time_ns;
+      reinterpret_cast<std::uint64_t*>(dst)[1] = stamp.sequence;
+    }
+    dst += sizeof(tap_stamp);
+  }
   if constexpr (is_raw_v<T>) {
     strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, lanes);
   } else if constexpr (shape_of<T> == shape::span) {
@@ -235,7 +280,9 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
   // Every lane's payload stores before the leader's release store of the header (system scope).
   ::cuda::atomic_thread_fence(::cuda::std::memory_order_release, ::cuda::thread_scope_system);
   __syncwarp(mask);
-  if (lane == leader) commit<cuda_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  if (lane == leader)
+    commit<cuda_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+                         static_cast<std::uint32_t>(payload));
 }
 #endif  // __CUDACC__
 

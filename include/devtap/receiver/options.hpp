@@ -23,8 +23,9 @@ struct receiver_options {
   std::chrono::milliseconds close_timeout = std::chrono::seconds(10);  ///< also bounds flush()
   std::string name{};                     ///< for logs and errors
   /** Every tap carries the time it was made on the device and the device's tap count
-   *  (`tap_info::stamped`); costs 16 bytes per record and a clock read per tap. cpu devices only
-   *  for now: a CUDA kernel's taps stay unstamped. */
+   *  (`tap_info::stamped`); costs 16 bytes per record and a clock read per tap. cpu: the steady
+   *  clock; CUDA: %globaltimer, mapped onto the host's clock by a calibration at open
+   *  (device_stats::clock_error_ns). */
   bool timestamps = false;
   /** A merged consumer (`attach(fn, devtap::merged)`) holds a record back until every other device
    *  has shown a later one, ended, or sent nothing for this long: the larger, the fewer records

@@ -129,7 +129,8 @@ public:
   static constexpr std::uint64_t progress_every = 64;
 
   device_reader(receiver_state& state, device_stream& stream)
-      : state_(state), stream_(stream), reader_(stream.ring->host), published_position_(reader_.position()) {}
+      : state_(state), stream_(stream), reader_(stream.ring->host), published_position_(reader_.position()),
+        clock_offset_ns_(stream.ring->clock_offset_ns) {}
 
   void run(std::stop_token stop);
 
@@ -192,6 +193,7 @@ private:
   std::uint32_t table_version_ = ~0u;
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records
+  std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

@@ -139,7 +139,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
   if (stamped) {
     tap_stamp s;  // timestamps on: the device's time and tap count come first
     std::memcpy(&s, payload, sizeof s);
-    stamp = {s.time_ns, s.sequence, true};
+    stamp = {s.time_ns - static_cast<std::uint64_t>(clock_offset_ns_), s.sequence, true};  // onto the host's clock
     payload += sizeof s;
     payload_bytes -= sizeof s;
   }

@@ -43,6 +43,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     stream->index = i;
     stream->device_name = devs[i]->name();
     stream->ring = devs[i]->allocate_ring(capacity);
+    if (state_->options.timestamps) stream->ring->calibrate_clock();  // a GPU's clock against the host's
     // The device's own name, not the stream's copy: a tap that fails after the receiver is gone names it.
     stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, devs[i]->name().c_str(),
                                   stream->ring->host_can_produce, state_->id, state_->options.timestamps);
@@ -227,6 +228,7 @@ DEVTAP_FUNC receiver_stats receiver::stats() const {
     d.consumer_errors = stream->consumer_errors.load(std::memory_order_relaxed);
     d.ignored = stream->ignored.load(std::memory_order_relaxed);
     d.lost_at_close = stream->lost_at_close.load(std::memory_order_relaxed);
+    d.clock_error_ns = stream->ring->clock_error_ns;
     auto* words = stream->ring->host.consumer;
     d.dropped_records = std::atomic_ref<std::uint64_t>(words->dropped_records).load(std::memory_order_relaxed);
     d.dropped_bytes = std::atomic_ref<std::uint64_t>(words->dropped_bytes).load(std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 /** `device_stats` and `receiver_stats`: what a receiver counted, per device and in all. */
 #include <devtap/config.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ struct device_stats {
   std::uint64_t ignored = 0;          ///< records for a consumer coroutine that had already returned
   std::uint64_t lost_at_close = 0;    ///< records in the ring when close() gave up on the device (timeout)
   std::uint64_t call_slot_waits = 0;  ///< calls that found every reply slot of the device in use and waited for one
+  /** With timestamps: how far a stamp's time may be from the host's steady clock (a GPU's clock is
+   *  calibrated at open; 0 for cpu devices; UINT64_MAX when the calibration failed). */
+  std::uint64_t clock_error_ns = 0;
   bool stream_failed = false;         ///< a malformed record stopped this device's stream
   std::string failure;                ///< why, with the ring offset
 };
@@ -37,6 +41,7 @@ struct receiver_stats {
       t.dropped_bytes += d.dropped_bytes, t.unknown_ids += d.unknown_ids, t.type_mismatches += d.type_mismatches;
       t.consumer_errors += d.consumer_errors, t.ignored += d.ignored, t.lost_at_close += d.lost_at_close;
       t.call_slot_waits += d.call_slot_waits;
+      t.clock_error_ns = std::max(t.clock_error_ns, d.clock_error_ns);
       t.stream_failed = t.stream_failed || d.stream_failed;
     }
     return t;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -40,6 +41,12 @@ struct ring_allocation {
   ring_view producer;
   bool producers_wake_reader = true;  // false: the reader polls (CUDA producers cannot notify)
   bool host_can_produce = true;       // false: host threads cannot claim (the tail lives on the GPU)
+  // The device's clock against the host's steady clock, for its stamps (timestamps on): a stamp's
+  // host time is its device time minus `clock_offset_ns`, within +- `clock_error_ns`. Host rings
+  // stamp with the host's clock (0, 0); calibrate_clock measures a GPU's at open.
+  std::int64_t clock_offset_ns = 0;
+  std::uint64_t clock_error_ns = 0;
+  virtual void calibrate_clock() {}
 
   /** Gives the ring's memory back while the allocation stays valid (a closed ring, kept for late
    *  producers). */
