@@ -34,10 +34,12 @@ struct receiver_options {
   /** Writes every record of the receiver to this file as a Chrome Trace Event JSON file
    *  (ui.perfetto.dev, chrome://tracing): one track per device, taps as instant events with their
    *  fields, scopes as spans, prints as log events, drops and errors as markers. Complete when
-   *  close() returns. Empty: none. */
+   *  close() returns (but for a device whose reader close() gave up on while it was stuck in a
+   *  consumer: its last unwritten events are missing, and a `lost` marker says so). Empty: none. */
   std::string trace_file{};
   /** Writes every record raw to this file, with the names of its points and devices, for
-   *  devtap::replay and the devtap-recording tool. Complete when close() returns. Empty: none. */
+   *  devtap::replay and the devtap-recording tool. Complete when close() returns, as the trace file
+   *  (a stuck reader's last records are missing, marked `lost`). Empty: none. */
   std::string record_file{};
 };
 

@@ -99,9 +99,10 @@ struct device_buffer {
     append(foreign_);
     has_foreign_.store(true, std::memory_order_release);
   }
-  Buffer take_all() {  // close(): the reader's part if it has ended, then the others'
+  Buffer take_all(bool& reader_stuck) {  // close(): the reader's part if it has ended, then the others'
     Buffer out;
-    if (ended.load(std::memory_order_acquire)) out = std::move(own);
+    reader_stuck = !ended.load(std::memory_order_acquire);
+    if (!reader_stuck) out = std::move(own);
     std::lock_guard lock(foreign_mutex_);
     closed.store(true, std::memory_order_relaxed);
     out.insert(out.end(), foreign_.begin(), foreign_.end());

@@ -143,6 +143,7 @@ public:
   }
 
 private:
+  void open_file();  // the header and the definitions
   void rewind_entries();
   bool next_entry(recorded_entry& e);
   bool next_chunk(chunk_header& h);  // reads a chunk's header and body into body_; false at the end
@@ -150,6 +151,7 @@ private:
 
   std::string path_;
   std::FILE* file_ = nullptr;
+  std::uint64_t file_bytes_ = 0;
   std::string receiver_name_;
   bool timestamps_ = false;
   std::uint64_t origin_ns_ = 0;

@@ -203,7 +203,14 @@ DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns
 DEVTAP_FUNC std::string recording_writer::close() {
   // Each track's entries, then the file (a reader writes to the file from its own entries: never the other way round).
   std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> rest;
-  for (std::size_t i = 0; i < tracks_.size(); ++i) rest.emplace_back(i, tracks_[i]->take_all());
+  for (std::size_t i = 0; i < tracks_.size(); ++i) {
+    bool stuck = false;
+    rest.emplace_back(i, tracks_[i]->take_all(stuck));
+    if (stuck)  // its reader may still touch its buffer: what that holds is missing, and said so
+      marker_entry(rest.back().second, stamp_now_ns(), static_cast<std::uint32_t>(marker_kind::lost), 0,
+                   "the device's reader was stuck in a consumer when the recording was closed: the records it had "
+                   "not yet written (up to 256 KiB) are missing");
+  }
   std::lock_guard lock(file_mutex_);
   if (closed_ || file_ == nullptr) return error_;
   for (auto& [device, words] : rest)
@@ -254,28 +261,37 @@ struct word_reader {
 DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::move(path)) {
   file_ = std::fopen(path_.c_str(), "rb");
   if (file_ == nullptr) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
+  try {
+    open_file();
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    std::fclose(file_);
+    file_ = nullptr;
+    throw;
+  }
+}
+
+DEVTAP_FUNC void recording_reader::open_file() {
+  if (std::fseek(file_, 0, SEEK_END) != 0) throw std::runtime_error("devtap: recording '" + path_ + "' cannot be read: " + std::strerror(errno));
+  file_bytes_ = static_cast<std::uint64_t>(std::ftell(file_));
+  std::rewind(file_);
   char magic[8];
   std::uint32_t version_flags[2];
   std::uint64_t sizes[2];
   if (std::fread(magic, 1, 8, file_) != 8 || std::memcmp(magic, recording_magic, 8) != 0) {
-    std::fclose(file_);
     throw std::runtime_error("devtap: '" + path_ + "' is not a devtap recording (no recording header)");
   }
   if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] != recording_version) {
-    std::fclose(file_);
     throw std::runtime_error("devtap: recording '" + path_ + "' has format version " + std::to_string(version_flags[0]) +
                              "; this devtap reads version " + std::to_string(recording_version));
   }
   timestamps_ = (version_flags[1] & recording_timestamps_flag) != 0;
   std::vector<std::uint64_t> header;
-  if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > (std::uint64_t{1} << 30)) {
-    std::fclose(file_);
+  if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > file_bytes_ - 32) {
     throw std::runtime_error("devtap: recording '" + path_ + "': truncated or damaged header");
   }
   origin_ns_ = sizes[0];
   header.resize(sizes[1] / 8);
   if (std::fread(header.data(), 1, sizes[1], file_) != sizes[1]) {
-    std::fclose(file_);
     throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
   }
   word_reader r{reinterpret_cast<const std::byte*>(header.data()), header.size() * 8};
@@ -291,7 +307,6 @@ DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::mo
     devices_.push_back(std::move(d));
   }
   if (!r.ok) {
-    std::fclose(file_);
     throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
   }
   entries_at_ = 32 + sizes[1];
@@ -339,7 +354,8 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
   if (got == 0 && std::feof(file_)) return false;
   if (got != sizeof h) fail("truncated chunk header (the recording was cut short)");
-  if (h.body_bytes % 8 != 0 || h.body_bytes > (std::uint64_t{1} << 34)) fail("damaged chunk header");
+  // Checked against what the file holds before anything is allocated for it.
+  if (h.body_bytes % 8 != 0 || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) fail("damaged chunk header");
   body_.resize(h.body_bytes / 8);
   if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) fail("truncated chunk (the recording was cut short)");
   if (h.type == chunk_type::records && h.device >= devices_.size()) fail("records of device " + std::to_string(h.device) + ", which the header does not name");

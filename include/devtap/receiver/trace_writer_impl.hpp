@@ -210,7 +210,14 @@ DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, st
 DEVTAP_FUNC std::string trace_writer::close() {
   // Each track's text, then the file (a reader writes to the file from its own text: never the other way round).
   std::string rest;
-  for (auto& t : tracks_) rest += t->take_all();
+  for (std::size_t d = 0; d < tracks_.size(); ++d) {
+    bool stuck = false;
+    rest += tracks_[d]->take_all(stuck);
+    if (stuck)  // its reader may still touch its buffer: what that holds is missing, and said so
+      marker_event(rest, d, stamp_now_ns(), marker_kind::lost, 0,
+                   "the device's reader was stuck in a consumer when the trace was closed: the events it had not "
+                   "yet written (up to 64 KiB) are missing");
+  }
   std::lock_guard lock(file_mutex_);
   if (closed_ || file_ == nullptr) return error_;
   write_locked(rest);
