@@ -41,7 +41,7 @@ int summary(recording_reader& file) {
   };
   std::map<std::uint32_t, counts> by_point;
   std::vector<counts> by_device(file.devices().size());
-  std::map<std::string_view, std::uint64_t> markers;
+  std::map<std::string_view, std::pair<std::uint64_t, std::uint64_t>> markers;  // name -> (count, markers)
   std::vector<std::uint64_t> lines(file.devices().size(), 0);
   std::uint64_t first = ~std::uint64_t{0}, last = 0;
   file.for_each([&](const recorded_entry& e) {
@@ -52,7 +52,8 @@ int summary(recording_reader& file) {
       return;
     }
     if (e.is_marker) {
-      markers[devtap::detail::marker_name(e.marker)] += e.count;
+      auto& m = markers[devtap::detail::marker_name(e.marker)];
+      m.first += e.count, ++m.second;
       return;
     }
     auto& p = by_point[e.id];
@@ -75,8 +76,11 @@ int summary(recording_reader& file) {
   }
   fmt::print("\nmarkers:");
   if (markers.empty()) fmt::print(" none");
-  for (const auto& [name, count] : markers) fmt::print(" {} {}", name, count);
+  for (const auto& [name, m] : markers) fmt::print(" {} {} ({} marker(s))", name, m.first, m.second);
   fmt::print("\n");
+  if (file.cut_short_at() != 0)
+    fmt::print("the recording ends mid-chunk at byte {}: its writer stopped there; what came before is shown\n",
+               file.cut_short_at());
   return 0;
 }
 

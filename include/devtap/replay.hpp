@@ -44,6 +44,9 @@ struct replay_stats {
   std::uint64_t delivered = 0;   ///< handed to an attached consumer
   std::uint64_t markers = 0;     ///< drops, losses and errors the recording marks
   std::uint64_t dropped = 0;     ///< taps the devices did not write, as the markers count them
+  /** Where the recording ends mid-chunk (its writer stopped there, e.g. a crash), or 0: the records
+   *  before it were delivered. */
+  std::uint64_t cut_short_at = 0;
 };
 
 /** A recording, opened for re-delivery. Not thread-safe; consumers run on the thread of `run()`. */
@@ -54,9 +57,10 @@ public:
     for (const auto& d : file_->devices()) devices_.push_back(std::make_unique<detail::recorded_device_view>(d));
   }
 
-  /** Attaches a consumer of T to the recorded point `point` (the name given to receiver::attach),
-   *  in the forms receiver::attach takes: a coroutine (one per device) or a callable. Throws
-   *  std::invalid_argument when the recording has no such point or its T differs. */
+  /** Attaches a consumer of T to the recorded points named `point` (the name given to
+   *  receiver::attach) whose type is T (several live points may share a name), in the forms
+   *  receiver::attach takes: a coroutine (one per device) or a callable. Throws
+   *  std::invalid_argument when the recording has no point of that name, or none of type T. */
   template <class T, class Fn>
   void attach(std::string_view point, Fn fn) {
     add<T>(point, std::move(fn), false, false);
@@ -78,7 +82,8 @@ public:
 
   /** Delivers every record to the consumers of its point, device by device in the order each
    *  device's were read (merged consumers: in tap order, after the others), then ends every
-   *  stream. Throws tap_error listing what the consumers threw (each keeps being called, as live). */
+   *  stream. Throws tap_error listing what the consumers threw (each keeps being called, as live).
+   *  Once: a second call throws std::logic_error (the consumers' streams have ended). */
   replay_stats run();
 
   /** The recorded devices, in the receiver's order (tap_info::device refers to these). */
@@ -99,7 +104,7 @@ public:
 
 private:
   struct attached {
-    std::uint32_t id;
+    std::vector<std::uint32_t> ids;  // the recorded points of its name and type
     std::shared_ptr<detail::consumer_entry> entry;
     bool merged;
   };
@@ -107,26 +112,22 @@ private:
   template <class T, class Fn>
   void add(std::string_view name, Fn fn, bool one_instance, bool merged) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line, as receiver::attach
-    const detail::point_description* point = find(name);
-    if (point->fingerprint != type_fingerprint_v<T>)
-      throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
-                                  "' was recorded with another type than the one attached (fingerprint " +
-                                  std::to_string(point->fingerprint) + ", this T has " +
-                                  std::to_string(type_fingerprint_v<T>) + ")");
+    std::vector<std::uint32_t> ids = find(name, type_fingerprint_v<T>);
     const std::size_t n = devices_.size();
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
       entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::string(name), std::move(fn), one_instance ? 1 : n, n);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::string(name), std::move(fn), one_instance, n);
-    consumers_.push_back({point->id, std::move(entry), merged});
+    consumers_.push_back({std::move(ids), std::move(entry), merged});
   }
 
-  const detail::point_description* find(std::string_view name) const;
+  std::vector<std::uint32_t> find(std::string_view name, std::uint64_t fingerprint) const;
 
   std::unique_ptr<detail::recording_reader> file_;
   std::vector<std::unique_ptr<detail::recorded_device_view>> devices_;
   std::vector<attached> consumers_;
+  bool ran_ = false;
 };
 
 DEVTAP_END_NAMESPACE

@@ -3,19 +3,32 @@
 // header when header-only, compiled once into the library in compiled mode (see config.hpp).
 #include <devtap/replay.hpp>
 
+#include <utility>
+
 DEVTAP_BEGIN_NAMESPACE
 
-DEVTAP_FUNC const detail::point_description* replay::find(std::string_view name) const {
-  std::string known;
+DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::uint64_t fingerprint) const {
+  std::vector<std::uint32_t> ids;
+  std::string known, types;
   for (const auto& p : file_->points()) {
-    if (p.name == name) return &p;
+    if (p.name == name) {
+      if (p.fingerprint == fingerprint) ids.push_back(p.id);
+      types += (types.empty() ? "" : ", ") + std::to_string(p.fingerprint);
+    }
     known += (known.empty() ? "" : ", ") + ("'" + p.name + "'");
   }
+  if (!ids.empty()) return ids;
+  if (!types.empty())
+    throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
+                                "' was recorded with another type than the one attached (fingerprint " + types +
+                                "; this T has " + std::to_string(fingerprint) + ")");
   throw std::invalid_argument("devtap: replay '" + file_->path() + "' has no point named '" + std::string(name) +
                               "' (it has " + (known.empty() ? std::string("none") : known) + ")");
 }
 
 DEVTAP_FUNC replay_stats replay::run() {
+  if (std::exchange(ran_, true))
+    throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (its consumers' streams ended)");
   replay_stats stats;
   std::vector<consumer_failure> failures;
   auto hand_over = [&](attached& a, std::size_t device, const detail::record_stamp& stamp, const std::byte* payload,
@@ -48,7 +61,7 @@ DEVTAP_FUNC replay_stats replay::run() {
     ++stats.records;
     for (std::size_t i = 0; i < consumers_.size(); ++i) {
       attached& a = consumers_[i];
-      if (a.id != e.id) continue;
+      if (std::find(a.ids.begin(), a.ids.end(), e.id) == a.ids.end()) continue;
       if (!a.merged) {
         hand_over(a, e.device, e.stamp, e.payload, e.bytes, e.fingerprint);
         continue;
@@ -61,6 +74,7 @@ DEVTAP_FUNC replay_stats replay::run() {
   std::stable_sort(waiting.begin(), waiting.end(), [](const held& a, const held& b) {
     return std::tie(a.stamp.time_ns, a.device, a.stamp.sequence) < std::tie(b.stamp.time_ns, b.device, b.stamp.sequence);
   });
+  stats.cut_short_at = file_->cut_short_at();
   for (const held& h : waiting)
     hand_over(consumers_[h.consumer], h.device, h.stamp, reinterpret_cast<const std::byte*>(h.payload.data()), h.bytes,
               h.fingerprint);

@@ -864,3 +864,111 @@ TEST_CASE("record_file: after close() gave up on a stuck consumer, what was writ
   CHECK(read_all(trace.path) == trace_text);
   devtap::set_log_sink({});
 }
+
+TEST_CASE("replay: a receiver destroyed from inside its consumer leaves what its readers read in the files") {
+  temp_file file("self-destroyed"), trace("self-destroyed-trace");
+  devtap::cpu_client cpus(2);
+  std::atomic<int> seen{0};
+  std::atomic<bool> destroyed{false};
+  {
+    auto rx = std::make_unique<devtap::receiver>(
+        devtap::receiver_options{.devices = all(cpus), .trace_file = trace.path, .record_file = file.path});
+    auto point = rx->attach<int>(
+        [&](const int& v) {
+          ++seen;
+          if (v == 999) {  // the last of device 0's: the receiver goes from its own reader
+            rx.reset();
+            destroyed = true;
+          }
+        },
+        devtap::shared, "v");
+    cpus.cpu_devices()[1]->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 500; ++i) ctx.tap(point, -1); }).get();
+    while (seen.load() < 500) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // device 1's all read
+    cpus.cpu_devices()[0]->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); }).get();
+    for (int i = 0; i < 5000 && !destroyed.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(destroyed.load());
+  }
+  // The files are complete once the readers are gone (the state's last owner closes them): until
+  // then a replay may see less; it must come to see everything.
+  std::uint64_t replayed = 0;
+  devtap::replay_stats st;
+  for (int attempt = 0; attempt < 1000 && replayed != 1500; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream in(trace.path, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (text.size() < 3 || text.substr(text.size() - 3) != "]}\n") continue;  // the trace closes first
+    devtap::replay rp(file.path);
+    replayed = 0;
+    rp.attach<int>("v", [&](const int&) { ++replayed; });
+    st = rp.run();
+  }
+  CHECK(replayed == static_cast<std::uint64_t>(seen.load()));
+  CHECK(replayed == 1500);
+  CHECK(st.markers == 0);  // no reader was stuck: nothing is marked lost
+  std::ifstream in(trace.path);
+  CHECK_NOTHROW(nlohmann::json::parse(in));
+}
+
+TEST_CASE("replay: a recording cut short mid-chunk replays what came before, and says where it ends") {
+  temp_file file("cut"), cut("cut-copy");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<std::uint64_t>([](const std::uint64_t&) {}, "n");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { for (std::uint64_t i = 0; i < 100000; ++i) ctx.tap(point, i); });
+    rx.close();
+  }
+  const std::string bytes = read_all(file.path);
+  for (const std::size_t keep : {bytes.size() - 4, bytes.size() - 100, bytes.size() / 2, bytes.size() / 3}) {
+    write_all(cut.path, bytes.substr(0, keep));
+    devtap::replay rp(cut.path);
+    std::uint64_t next = 0;
+    bool in_order = true;
+    rp.attach<std::uint64_t>("n", [&](const std::uint64_t& v) { in_order = in_order && v == next++; });
+    const auto st = rp.run();
+    CHECK(in_order);
+    CHECK(next > 0);
+    CHECK(next < 100000);
+    CHECK(st.cut_short_at != 0);
+    CHECK(st.cut_short_at < keep);
+  }
+  devtap::replay whole(file.path);
+  whole.attach<std::uint64_t>("n", [](const std::uint64_t&) {});
+  CHECK(whole.run().cut_short_at == 0);
+}
+
+TEST_CASE("replay: points are found by name and type; a point never tapped replays empty; run() runs once") {
+  temp_file file("names");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto xi = rx.attach<int>([](const int&) {}, "x");
+    auto xf = rx.attach<float>([](const float&) {}, "x");
+    auto xi2 = rx.attach<int>([](const int&) {}, "x");
+    auto scope_named = rx.attach<double>([](const double&) {}, "scope");  // the built-in point's name, another type
+    rx.attach<short>([](const short&) {}, "silent");                         // attached, never tapped
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      ctx.tap(xi, 1);
+      ctx.tap(xf, 2.5f);
+      ctx.tap(xi2, 3);
+      ctx.tap(scope_named, 4.5);
+    });
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  std::vector<int> ints;
+  std::vector<float> floats;
+  std::vector<double> doubles;
+  int silent = 0;
+  rp.attach<int>("x", [&](const int& v) { ints.push_back(v); });
+  rp.attach<float>("x", [&](const float& v) { floats.push_back(v); });
+  rp.attach<double>("scope", [&](const double& v) { doubles.push_back(v); });
+  rp.attach<short>("silent", [&](const short&) { ++silent; });
+  CHECK_THROWS_AS(rp.attach<char>("x", [](const char&) {}), std::invalid_argument);
+  rp.run();
+  CHECK(ints == std::vector<int>{1, 3});  // both int points named "x"
+  CHECK(floats == std::vector<float>{2.5f});
+  CHECK(doubles == std::vector<double>{4.5});
+  CHECK(silent == 0);
+  CHECK_THROWS_AS(rp.run(), std::logic_error);
+}

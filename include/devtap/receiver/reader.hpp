@@ -69,6 +69,10 @@ inline std::uint32_t next_receiver_id() noexcept {
 
 /** What a receiver's threads share: the consumer table, the failures, the finish signal. */
 struct receiver_state {
+  // The consumers go first: a merged consumer's helper thread, joined as it goes, may still report
+  // a failure through everything below (failures, sinks).
+  ~receiver_state() { entries.clear(); }
+
   std::uint32_t id = next_receiver_id();
   std::string name;
   receiver_options options;

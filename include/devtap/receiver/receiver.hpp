@@ -163,6 +163,7 @@ private:
                                                      std::move(sink), state_->id);
       entry->kind = kind;
     }
+    for (auto& sink : state_->sinks) sink->define({id, entry->kind, entry->fingerprint, entry->name});
     state_->entries.push_back(std::move(entry));
     state_->table_version.fetch_add(1, std::memory_order_release);
     return tap_point<T>{id, type_fingerprint_v<T>, state_->id};
@@ -177,6 +178,8 @@ private:
     std::lock_guard lock(state_->table_mutex);
     const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
     if (name.empty()) name = "handler#" + std::to_string(id);
+    for (auto& sink : state_->sinks)
+      sink->define({id | detail::call_id_flag, detail::point_kind::call, call_fingerprint_v<Req, Rep>, name});
     state_->entries.push_back(
         std::make_shared<detail::call_entry<Req, Rep, Fn>>(std::move(name), std::move(fn), one_at_a_time, std::move(rings)));
     state_->table_version.fetch_add(1, std::memory_order_release);

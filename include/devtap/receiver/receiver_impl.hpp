@@ -270,7 +270,8 @@ DEVTAP_FUNC void receiver::abandon_all() {
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();
   }
-  (void)close_sinks();  // what was read is in the files (logged if it could not be written)
+  // The trace and the recording are completed when the state goes, after the last reader (each
+  // reader ends its device's part as it exits): closing them now would drop what readers still hold.
 }
 
 DEVTAP_FUNC std::vector<consumer_failure> receiver::close_sinks() {

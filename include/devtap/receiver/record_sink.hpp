@@ -67,6 +67,8 @@ public:
   virtual void line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) = 0;
   virtual void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                       std::string_view text, bool from_reader) = 0;
+  /** A point was attached (before any record of it can exist). */
+  virtual void define(const point_description& point) = 0;
   /** A kernel's scope id gets a name (receiver::name_scope). */
   virtual void name_scope(std::uint32_t id, std::string_view name) = 0;
   /** The device's stream ended; `dropped`: its taps not written, in all. */

@@ -39,6 +39,9 @@ inline constexpr std::uint32_t recording_timestamps_flag = 1;
 inline constexpr std::uint32_t recorded_fingerprint_flag = std::uint32_t{1} << 31;
 inline constexpr std::uint32_t recorded_marker_word = 0;
 inline constexpr std::uint32_t recorded_line_kind = 0x100;
+// The id a record is kept under when its own id carries the stamp flag without a stamp (a record no
+// consumer could take): no point has it, so a replay skips it, as the live reader did.
+inline constexpr std::uint32_t recorded_unknown_id = (std::uint32_t{1} << 30) - 2;
 
 enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3 };
 
@@ -71,6 +74,7 @@ public:
                                   bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                                     std::string_view text, bool from_reader) override;
+  DEVTAP_INLINE_VIRTUAL void define(const point_description& point) override;
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;
@@ -78,11 +82,9 @@ public:
 private:
   // One device's entries, appended by its reader and written as a records chunk every ~256 KiB.
   struct track : device_buffer<std::vector<std::uint64_t>> {  // 8-byte words: every entry is a multiple of 8
-    std::vector<std::uint64_t> defined;  // bit per point already described in the file (the reader's)
-    std::uint64_t dropped = 0;           // taps not written, as far as markers told (the reader's)
+    std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
   };
   track* reader_track(std::size_t device);  // null if unknown or closed; else the foreign entries taken in
-  bool defined_before(track& t, std::uint32_t id);  // marks it; true if it already was
   static void marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,
                            std::uint64_t count, std::string_view text);
   void flush(track& t, std::size_t device);  // the reader's: writes its entries as a chunk
@@ -127,6 +129,9 @@ public:
   const std::string& receiver_name() const noexcept { return receiver_name_; }
   bool timestamps() const noexcept { return timestamps_; }
   std::uint64_t origin_ns() const noexcept { return origin_ns_; }
+  /** Where the recording ends in the middle of a chunk (its writer stopped mid-write), or 0: what
+   *  comes before is read, the rest is not there. */
+  std::uint64_t cut_short_at() const noexcept { return cut_at_; }
   const std::vector<recorded_device>& devices() const noexcept { return devices_; }
   const std::vector<point_description>& points() const noexcept { return points_; }
   const std::unordered_map<std::uint32_t, std::string>& scope_names() const noexcept { return scope_names_; }
@@ -163,6 +168,7 @@ private:
   std::size_t body_bytes_ = 0, body_at_ = 0;
   std::uint32_t body_device_ = 0;
   std::uint64_t chunk_offset_ = 0;
+  std::uint64_t cut_at_ = 0;
   std::vector<std::uint64_t> read_;  // per device: entries read (an unstamped record's sequence)
 };
 

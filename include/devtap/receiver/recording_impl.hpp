@@ -90,15 +90,14 @@ DEVTAP_FUNC recording_writer::track* recording_writer::reader_track(std::size_t 
   return &t;
 }
 
-DEVTAP_FUNC bool recording_writer::defined_before(track& t, std::uint32_t id) {
-  // Taps at even bits, calls at odd ones: the two kinds share index numbers.
-  const std::uint64_t bit = std::uint64_t{(id & ~call_id_flag) - 1} * 2 + ((id & call_id_flag) != 0 ? 1 : 0);
-  if (bit / 64 >= t.defined.size()) t.defined.resize(bit / 64 + 1, 0);
-  std::uint64_t& word = t.defined[bit / 64];
-  const std::uint64_t mask = std::uint64_t{1} << (bit % 64);
-  const bool was = (word & mask) != 0;
-  word |= mask;
-  return was;
+DEVTAP_FUNC void recording_writer::define(const point_description& point) {
+  std::vector<std::uint64_t> body;
+  word_appender b{body};
+  b.u32_pair(point.id, static_cast<std::uint32_t>(point.kind));
+  b.u64(point.fingerprint);
+  b.str(point.name);
+  std::lock_guard lock(file_mutex_);
+  write_chunk(chunk_type::point, 0, body.data(), body.size() * 8);
 }
 
 DEVTAP_FUNC void recording_writer::flush(track& t, std::size_t device) {
@@ -116,25 +115,15 @@ DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_de
                  "taps the device did not write");
     t.dropped = rec.dropped;
   }
-  const bool described = point != nullptr && point->id != scope_record_id;  // scopes: described at open
-  if (described && !defined_before(t, point->id)) {
-    // Every track writes its own definition once (another track's may still sit in its buffer);
-    // the reader keeps the first of equal ones. Written before this track's buffer: before the record.
-    std::vector<std::uint64_t> body;
-    word_appender b{body};
-    b.u32_pair(point->id, static_cast<std::uint32_t>(point->kind));
-    b.u64(point->fingerprint);
-    b.str(point->name);
-    std::lock_guard file_lock(file_mutex_);
-    write_chunk(chunk_type::point, static_cast<std::uint32_t>(rec.device), body.data(), body.size() * 8);
-  }
+  // The stamp flag says a stamp follows: an id that carries it without one is kept as unknown.
+  const std::uint32_t id = (rec.id & stamped_id_flag) != 0 ? recorded_unknown_id : rec.id;
   // One resize per entry, then the fields in place: this runs for every record a reader reads.
-  const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint;
+  const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint || id != rec.id;
   const std::size_t words = 2 + (own_fingerprint ? 1 : 0) + (rec.stamp.stamped ? 1 : 0) + (rec.bytes + 7) / 8;
   const std::size_t at = t.own.size();
   t.own.resize(at + words);
   std::uint64_t* w = t.own.data() + at;
-  const std::uint32_t word = rec.stamp.stamped ? rec.id | stamped_id_flag : rec.id;
+  const std::uint32_t word = rec.stamp.stamped ? id | stamped_id_flag : id;
   const std::uint32_t bytes = static_cast<std::uint32_t>(rec.bytes) | (own_fingerprint ? recorded_fingerprint_flag : 0);
   *w++ = word | (std::uint64_t{bytes} << 32);
   if (own_fingerprint) *w++ = rec.fingerprint;
@@ -353,9 +342,13 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
   if (got == 0 && std::feof(file_)) return false;
-  if (got != sizeof h) fail("truncated chunk header (the recording was cut short)");
-  // Checked against what the file holds before anything is allocated for it.
-  if (h.body_bytes % 8 != 0 || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) fail("damaged chunk header");
+  if (h.body_bytes % 8 != 0 && got == sizeof h) fail("damaged chunk header");
+  // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
+  // the recording; checked before anything is allocated for the body.
+  if (got != sizeof h || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) {
+    cut_at_ = chunk_offset_;
+    return false;
+  }
   body_.resize(h.body_bytes / 8);
   if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) fail("truncated chunk (the recording was cut short)");
   if (h.type == chunk_type::records && h.device >= devices_.size()) fail("records of device " + std::to_string(h.device) + ", which the header does not name");

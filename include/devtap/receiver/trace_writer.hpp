@@ -33,6 +33,7 @@ public:
                                   bool from_reader) override;
   DEVTAP_INLINE_VIRTUAL void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                                     std::string_view text, bool from_reader) override;
+  void define(const point_description&) override {}  // the trace names a point at each event
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;

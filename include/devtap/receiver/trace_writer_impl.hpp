@@ -153,14 +153,14 @@ DEVTAP_FUNC void trace_writer::line(std::size_t device, std::uint64_t time_ns, s
     append_json_string(out, text);
     out += "}}";
   };
-  if (!from_reader) {
-    if (device < tracks_.size()) tracks_[device]->add_foreign(render);
+  if (device >= tracks_.size()) return;
+  track* t = from_reader ? reader_track(device) : nullptr;
+  if (t == nullptr) {  // another thread's, or after the reader ended
+    tracks_[device]->add_foreign(render);
     return;
   }
-  if (track* t = reader_track(device)) {
-    render(t->own);
-    done_event(*t);
-  }
+  render(t->own);
+  done_event(*t);
 }
 
 DEVTAP_FUNC void trace_writer::marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind,
