@@ -18,6 +18,7 @@
 #include <devtap/receiver/reader_impl.hpp>
 #include <devtap/receiver/receiver_impl.hpp>
 #include <devtap/receiver/recording_impl.hpp>
+#include <devtap/receiver/recording_reader_impl.hpp>
 #include <devtap/receiver/trace_writer_impl.hpp>
 #include <devtap/replay_impl.hpp>
 #include <devtap/receiver/report_impl.hpp>

@@ -5,6 +5,8 @@
 #include <devtap/receiver/receiver.hpp>
 #include <devtap/replay.hpp>
 
+#include "../temp_file.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -90,23 +92,7 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
-// A file in the temporary directory, removed when the test is done with it.
-struct temp_file {
-  std::string path;
-  explicit temp_file(const std::string& tag)
-      : path((std::filesystem::temp_directory_path() /
-              ("devtap-recording-test-" + std::to_string(::getpid()) + "-" + tag))
-                 .string()) {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  ~temp_file() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
-};
+using devtap_test::temp_file;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -3,6 +3,8 @@
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include "../temp_file.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +27,7 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
-std::string temp_path(const char* name) { return std::string("/tmp/devtap-test-") + name + "-" + std::to_string(::getpid()); }
+using devtap_test::temp_file;
 
 nlohmann::json read_trace(const std::string& path) {
   std::ifstream in(path);
@@ -50,7 +52,8 @@ struct sample {
 }  // namespace
 
 TEST_CASE("the trace holds one named track per device and every tap with its fields, in time order") {
-  const std::string path = temp_path("trace-basic");
+  const temp_file file("trace-basic");
+  const std::string& path = file.path;
   devtap::cpu_client cpus(4);
   {
     devtap::receiver rx({.devices = all(cpus), .name = "run \"one\"", .timestamps = true, .trace_file = path});
@@ -89,11 +92,11 @@ TEST_CASE("the trace holds one named track per device and every tap with its fie
   }
   CHECK(tracks == std::map<int, std::string>{{1, "cpu:0"}, {2, "cpu:1"}, {3, "cpu:2"}, {4, "cpu:3"}});
   for (int tid = 1; tid <= 4; ++tid) CHECK(taps[tid] == 500);
-  std::remove(path.c_str());
 }
 
 TEST_CASE("the trace marks drops, consumer failures and unknown ids on the device's track") {
-  const std::string path = temp_path("trace-markers");
+  const temp_file file("trace-markers");
+  const std::string& path = file.path;
   devtap::cpu_client cpus(1);
   std::uint64_t dropped = 0;
   {
@@ -130,11 +133,11 @@ TEST_CASE("the trace marks drops, consumer failures and unknown ids on the devic
   CHECK(threw);
   CHECK(unknown);
   CHECK(events_of(events, "unknown").size() == 1);
-  std::remove(path.c_str());
 }
 
 TEST_CASE("without timestamps the trace places records at their arrival, with the stream's count") {
-  const std::string path = temp_path("trace-unstamped");
+  const temp_file file("trace-unstamped");
+  const std::string& path = file.path;
   devtap::cpu_client cpus(1);
   {
     devtap::receiver rx({.devices = all(cpus), .trace_file = path});
@@ -151,7 +154,6 @@ TEST_CASE("without timestamps the trace places records at their arrival, with th
     CHECK(taps[i]["args"]["sequence"].get<std::size_t>() == i);
     if (i > 0) CHECK(taps[i]["ts"].get<double>() >= taps[i - 1]["ts"].get<double>());
   }
-  std::remove(path.c_str());
 }
 
 TEST_CASE("a trace file that cannot be opened is refused at construction, and leaves the devices free") {
@@ -185,7 +187,8 @@ TEST_CASE("a trace file that cannot be written makes close() report it") {
 TEST_CASE("printed lines are log events on their device's track, at their tap's time") {
   // (The printer needs {fmt}: examples/cpu_timeline and tests/print cover its lines; here the
   // trace's side: a line handed over by the printer's hook lands on the right track.)
-  const std::string path = temp_path("trace-lines");
+  const temp_file file("trace-lines");
+  const std::string& path = file.path;
   devtap::cpu_client cpus(2);
   {
     devtap::receiver rx({.devices = all(cpus), .trace_file = path});
@@ -198,5 +201,4 @@ TEST_CASE("printed lines are log events on their device's track, at their tap's 
   REQUIRE(lines.size() == 1);
   CHECK(lines[0]["tid"] == 2);
   CHECK(lines[0]["args"]["line"] == "hello\tworld");
-  std::remove(path.c_str());
 }

@@ -4,6 +4,8 @@
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include "../temp_file.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -34,21 +36,7 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
-struct temp_file {
-  std::string path;
-  explicit temp_file(const std::string& tag)
-      : path((std::filesystem::temp_directory_path() / ("devtap-scope-test-" + std::to_string(::getpid()) + "-" + tag))
-                 .string()) {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  ~temp_file() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-  temp_file(const temp_file&) = delete;
-  temp_file& operator=(const temp_file&) = delete;
-};
+using devtap_test::temp_file;
 
 nlohmann::json parse_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -177,4 +177,5 @@ DEVTAP_END_NAMESPACE
 
 #if DEVTAP_HEADER_ONLY
 #include <devtap/receiver/recording_impl.hpp>
+#include <devtap/receiver/recording_reader_impl.hpp>
 #endif

@@ -1,0 +1,214 @@
+#pragma once
+// The definitions of the recording's reader (declared in recording.hpp): included by that header
+// when header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/receiver/recording.hpp>
+#include <devtap/tap/call_point.hpp>
+#include <devtap/tap/tap_info.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// ---- the reader -------------------------------------------------------------------------------
+
+// Reads fixed-size fields and strings from a span of 8-byte words, each check naming what is short.
+struct word_reader {
+  const std::byte* data;
+  std::size_t size;
+  std::size_t at = 0;
+  bool ok = true;
+  template <class T>
+  T get() {
+    T v{};
+    if (!ok || size - at < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, data + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  void align() { at = at + 7 < size ? (at + 7) / 8 * 8 : size; }
+  std::string_view bytes(std::size_t n) {
+    if (!ok || size - at < n) {
+      ok = false;
+      return {};
+    }
+    std::string_view s(reinterpret_cast<const char*>(data + at), n);
+    at += n;
+    return s;
+  }
+  std::string_view str() {  // as word_appender::str wrote it
+    const auto length = get<std::uint32_t>();
+    const std::string_view s = bytes(length);
+    align();
+    return s;
+  }
+};
+
+DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), "rb");
+  if (file_ == nullptr) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
+  try {
+    open_file();
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    std::fclose(file_);
+    file_ = nullptr;
+    throw;
+  }
+}
+
+DEVTAP_FUNC void recording_reader::open_file() {
+  if (std::fseek(file_, 0, SEEK_END) != 0) throw std::runtime_error("devtap: recording '" + path_ + "' cannot be read: " + std::strerror(errno));
+  file_bytes_ = static_cast<std::uint64_t>(std::ftell(file_));
+  std::rewind(file_);
+  char magic[8];
+  std::uint32_t version_flags[2];
+  std::uint64_t sizes[2];
+  if (std::fread(magic, 1, 8, file_) != 8 || std::memcmp(magic, recording_magic, 8) != 0) {
+    throw std::runtime_error("devtap: '" + path_ + "' is not a devtap recording (no recording header)");
+  }
+  if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] != recording_version) {
+    throw std::runtime_error("devtap: recording '" + path_ + "' has format version " + std::to_string(version_flags[0]) +
+                             "; this devtap reads version " + std::to_string(recording_version));
+  }
+  timestamps_ = (version_flags[1] & recording_timestamps_flag) != 0;
+  std::vector<std::uint64_t> header;
+  if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > file_bytes_ - 32) {
+    throw std::runtime_error("devtap: recording '" + path_ + "': truncated or damaged header");
+  }
+  origin_ns_ = sizes[0];
+  header.resize(sizes[1] / 8);
+  if (std::fread(header.data(), 1, sizes[1], file_) != sizes[1]) {
+    throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
+  }
+  word_reader r{reinterpret_cast<const std::byte*>(header.data()), header.size() * 8};
+  receiver_name_ = std::string(r.str());
+  const auto count = r.get<std::uint32_t>();
+  r.align();
+  for (std::uint32_t i = 0; i < count && r.ok; ++i) {
+    recorded_device d;
+    d.id = static_cast<int>(r.get<std::uint32_t>());
+    r.align();
+    d.platform = std::string(r.str());
+    d.name = std::string(r.str());
+    devices_.push_back(std::move(d));
+  }
+  if (!r.ok) {
+    throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
+  }
+  entries_at_ = 32 + sizes[1];
+  // Every definition, up front: a consumer is attached by name before any record is read.
+  chunk_header h;
+  std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
+  body_at_ = body_bytes_ = 0;
+  while (next_chunk(h)) {
+    word_reader b{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_};
+    if (h.type == chunk_type::point) {
+      point_description p;
+      p.id = b.get<std::uint32_t>();
+      p.kind = static_cast<point_kind>(b.get<std::uint32_t>());
+      p.fingerprint = b.get<std::uint64_t>();
+      p.name = std::string(b.str());
+      if (!b.ok) fail("damaged point definition");
+      if (point(p.id) == nullptr) points_.push_back(std::move(p));
+    } else if (h.type == chunk_type::scope_name) {
+      const auto id = b.get<std::uint32_t>();
+      b.align();
+      const std::string_view name = b.str();
+      if (!b.ok) fail("damaged scope name");
+      scope_names_[id] = std::string(name);
+    }
+  }
+  body_bytes_ = body_at_ = 0;
+}
+
+DEVTAP_FUNC recording_reader::~recording_reader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
+  throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) + ": " + what);
+}
+
+DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
+  for (const auto& p : points_)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
+  chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
+  const std::size_t got = std::fread(&h, 1, sizeof h, file_);
+  if (got == 0 && std::feof(file_)) return false;
+  if (h.body_bytes % 8 != 0 && got == sizeof h) fail("damaged chunk header");
+  // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
+  // the recording; checked before anything is allocated for the body.
+  if (got != sizeof h || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) {
+    cut_at_ = chunk_offset_;
+    return false;
+  }
+  body_.resize(h.body_bytes / 8);
+  if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) fail("truncated chunk (the recording was cut short)");
+  if (h.type == chunk_type::records && h.device >= devices_.size()) fail("records of device " + std::to_string(h.device) + ", which the header does not name");
+  body_bytes_ = h.body_bytes;
+  body_at_ = 0;
+  body_device_ = h.device;
+  return true;
+}
+
+DEVTAP_FUNC void recording_reader::rewind_entries() {
+  std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
+  body_bytes_ = body_at_ = 0;
+  read_.assign(devices_.size(), 0);
+}
+
+DEVTAP_FUNC bool recording_reader::next_entry(recorded_entry& e) {
+  while (body_at_ >= body_bytes_) {
+    chunk_header h;
+    do {
+      if (!next_chunk(h)) return false;
+    } while (h.type != chunk_type::records);
+  }
+  word_reader r{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_, body_at_};
+  const auto word = r.get<std::uint32_t>();
+  const auto bytes = r.get<std::uint32_t>();
+  e = recorded_entry{};
+  e.device = body_device_;
+  if (word == recorded_marker_word) {
+    e.stamp.time_ns = r.get<std::uint64_t>();
+    const auto kind = r.get<std::uint32_t>();
+    e.is_line = kind == recorded_line_kind;
+    e.is_marker = !e.is_line;
+    e.marker = static_cast<marker_kind>(kind);
+    r.get<std::uint32_t>();
+    e.count = r.get<std::uint64_t>();
+    e.text = r.bytes(bytes);
+  } else {
+    e.stamp.stamped = (word & stamped_id_flag) != 0;
+    e.id = word & ~stamped_id_flag;
+    e.bytes = bytes & ~recorded_fingerprint_flag;
+    if ((bytes & recorded_fingerprint_flag) != 0) {
+      e.fingerprint = r.get<std::uint64_t>();
+    } else {
+      const point_description* p = point(e.id);
+      if (p == nullptr) fail("a record of point " + std::to_string(e.id) + ", which no definition names");
+      e.fingerprint = p->fingerprint;
+    }
+    e.stamp.time_ns = r.get<std::uint64_t>();
+    e.stamp.sequence = e.stamp.stamped ? r.get<std::uint64_t>() : read_[e.device];
+    ++read_[e.device];
+    e.payload = reinterpret_cast<const std::byte*>(body_.data()) + r.at;  // 8-aligned: decodes in place
+    r.bytes(e.bytes);
+  }
+  r.align();
+  if (!r.ok) fail("truncated entry");
+  body_at_ = r.at;
+  return true;
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
