@@ -130,27 +130,31 @@ TEST_CASE("json strings: all 1- and 2-byte strings match nlohmann", "[json]") {
   CHECK_NO_MISMATCH(cmp);
 }
 
-TEST_CASE("json strings: all 3-byte strings from a lead byte match nlohmann", "[json]") {
+// Bytes at every boundary of UTF-8's classes (ASCII, continuation ranges, lead bytes).
+constexpr unsigned char interesting_bytes[] = {0x00, 0x22, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0,
+                                               0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF};
+
+// Sizes kept so that the sanitized CI builds run this in seconds: the lead byte and the byte after
+// it exhaustively, the third over the boundary bytes (which is what decides a third byte's fate).
+TEST_CASE("json strings: 3-byte strings from every lead byte match nlohmann", "[json]") {
   comparison cmp;
   for (unsigned a = 0xC0; a < 256; ++a) {
     for (unsigned b = 0; b < 256; ++b) {
-      for (unsigned c = 0; c < 256; ++c) {
+      for (unsigned char c : interesting_bytes) {
         const char s[] = {static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)};
         cmp(std::string_view(s, 3));
       }
     }
   }
-  CHECK(cmp.checked == 64u * 256 * 256);
+  CHECK(cmp.checked == 64u * 256 * std::size(interesting_bytes));
   CHECK_NO_MISMATCH(cmp);
 }
 
-TEST_CASE("json strings: 4- and 5-byte strings over the interesting bytes match nlohmann", "[json]") {
-  static constexpr unsigned char alphabet[] = {0x00, 0x22, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F,
-                                               0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xE1, 0xED,
-                                               0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF};
+TEST_CASE("json strings: 4-byte strings over the interesting bytes match nlohmann", "[json]") {
+  constexpr auto& alphabet = interesting_bytes;
   constexpr std::size_t k = std::size(alphabet);
   comparison cmp;
-  for (std::size_t len : {4u, 5u}) {
+  for (std::size_t len : {4u}) {
     std::size_t total = 1;
     for (std::size_t j = 0; j < len; ++j) total *= k;
     for (std::size_t code = 0; code < total; ++code) {
@@ -186,13 +190,17 @@ TEST_CASE("json strings: random byte strings match nlohmann", "[json]") {
 TEST_CASE("json strings: valid UTF-8 of every plane passes through", "[json]") {
   comparison cmp;
   std::size_t not_passed = 0;
+  std::size_t compared = 0;
   for (char32_t cp = 0x20; cp <= 0x10FFFF; ++cp) {
     if ((cp >= 0xD800 && cp <= 0xDFFF) || cp == '"' || cp == '\\') continue;
     const std::string s = "a" + utf8(cp) + "b";
-    cmp(s);
-    if (escaped(s) != "\"" + s + "\"") ++not_passed;
+    if (cp < 0x800 || cp % 61 == 0 || (cp & 0xFFFF) < 2 || (cp & 0xFFFF) > 0xFFFD) {  // nlohmann: a sample
+      cmp(s);
+      ++compared;
+    }
+    if (escaped(s) != "\"" + s + "\"") ++not_passed;  // every code point passes through unchanged
   }
-  CHECK(cmp.checked == 0x10FFFF - 0x20 + 1 - 0x800 - 2);
+  CHECK(cmp.checked == compared);
   CHECK(not_passed == 0);
   CHECK_NO_MISMATCH(cmp);
 }

@@ -66,6 +66,9 @@ kept keep(const devtap::scope_event& e, const devtap::tap_info& info) {
 static_assert(devtap::scope_id("") == 0x811c9dc5u);  // FNV-1a's offset basis
 static_assert(devtap::scope_id("a") == 0xe40c292cu);
 static_assert(devtap::scope_id("forward") != devtap::scope_id("backward"));
+static_assert(devtap::scope_id("forward") == devtap::scope_id(std::string_view("forward")));
+constexpr char scope_buffer[16] = "forward";  // a char array reads up to its NUL, as a string_view
+static_assert(devtap::scope_id(scope_buffer) == devtap::scope_id("forward"));
 
 TEST_CASE("scope: ctx.scope's begin and end reach scope_event consumers in order with the work's taps") {
   devtap::cpu_client cpus(1);

@@ -49,11 +49,11 @@ public:
    *  thread's taps, that consumers of scope_event and the trace file see (docs/timeline.md). Refused,
    *  dropped or blocking as a tap is. Host threads and CUDA threads. */
   DEVTAP_HOST_DEVICE void scope_begin(std::uint32_t id) const {
-    tap(detail::scope_point(receiver_id_), scope_event{id, scope_phase::begin, {}});
+    tap(detail::unnamed_scope_point(receiver_id_), detail::unnamed_scope_event{id, scope_phase::begin, 0});
   }
   /** Marks the end of scope `id` (see scope_begin). */
   DEVTAP_HOST_DEVICE void scope_end(std::uint32_t id) const {
-    tap(detail::scope_point(receiver_id_), scope_event{id, scope_phase::end, {}});
+    tap(detail::unnamed_scope_point(receiver_id_), detail::unnamed_scope_event{id, scope_phase::end, 0});
   }
 
   /** True when this handle refers to a ring. */
@@ -250,8 +250,14 @@ public:
   const std::string& name() const noexcept { return name_; }
 
 private:
+  // Host code only: hidden from nvcc's device pass, where encoding a span would need
+  // --expt-relaxed-constexpr in every .cu file that includes this header.
   void tap_phase(scope_phase phase) const {
-    out_.tap(detail::scope_point(out_.receiver_id()), scope_event{id_, phase, {name_.data(), name_.size()}});
+#if !defined(__CUDA_ARCH__)
+    detail::host_tap(out_, detail::scope_point(out_.receiver_id()), scope_event{id_, phase, {name_.data(), name_.size()}});
+#else
+    (void)phase;
+#endif
   }
   outfeed out_;
   std::string name_;

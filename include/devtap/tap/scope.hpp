@@ -7,6 +7,7 @@
 #include <devtap/tap/tap_info.hpp>
 #include <devtap/tap/tap_point.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -26,12 +27,23 @@ struct scope_event {
   std::string_view text() const noexcept { return {name.data(), name.size()}; }
 };
 
-/** The id a named scope carries: FNV-1a of its name, so one name is one id on every device. */
-DEVTAP_HOST_DEVICE constexpr std::uint32_t scope_id(std::string_view name) noexcept {
+/** The id a named scope carries: FNV-1a of its name, so one name is one id on every device (and
+ *  a kernel may name its scope ids alike: `out.scope_begin(devtap::scope_id("solve"))`). */
+DEVTAP_HOST_DEVICE constexpr std::uint32_t scope_id(const char* name, std::size_t size) noexcept {
   std::uint32_t h = 0x811c9dc5u;
-  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x01000193u;
+  for (std::size_t i = 0; i < size; ++i) h = (h ^ static_cast<unsigned char>(name[i])) * 0x01000193u;
   return h;
 }
+/** As above, for a string literal or a char array, up to its first NUL as a string_view would
+ *  read it (host and device code). */
+template <std::size_t N>
+DEVTAP_HOST_DEVICE constexpr std::uint32_t scope_id(const char (&name)[N]) noexcept {
+  std::size_t size = 0;
+  while (size < N && name[size] != '\0') ++size;
+  return scope_id(name, size);
+}
+/** As above (host code). */
+constexpr std::uint32_t scope_id(std::string_view name) noexcept { return scope_id(name.data(), name.size()); }
 
 namespace detail {
 
@@ -42,6 +54,20 @@ inline constexpr std::uint32_t scope_record_id = stamped_id_flag - 1;
 /** The point scope records are tapped through, on the receiver `receiver_id`. */
 DEVTAP_HOST_DEVICE constexpr tap_point<scope_event> scope_point(std::uint32_t receiver_id) noexcept {
   return tap_point<scope_event>{scope_record_id, type_fingerprint_v<scope_event>, receiver_id};
+}
+
+/** A scope_event without a name, as plain bytes: the same 16 bytes its encoding is (id, phase, a
+ *  span's count of 0), so that kernels mark scopes without std::span in device code (which nvcc
+ *  takes only with --expt-relaxed-constexpr). Tapped with scope_event's fingerprint. */
+struct unnamed_scope_event {
+  std::uint32_t id;
+  scope_phase phase;
+  std::uint64_t name_size;  // always 0
+};
+static_assert(sizeof(unnamed_scope_event) == 16);
+
+DEVTAP_HOST_DEVICE constexpr tap_point<unnamed_scope_event> unnamed_scope_point(std::uint32_t receiver_id) noexcept {
+  return tap_point<unnamed_scope_event>{scope_record_id, type_fingerprint_v<scope_event>, receiver_id};
 }
 
 }  // namespace detail
