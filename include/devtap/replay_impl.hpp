@@ -1,8 +1,11 @@
 #pragma once
 // The definitions of replay's type-independent members (declared in replay.hpp): included by that
 // header when header-only, compiled once into the library in compiled mode (see config.hpp).
+#include <devtap/receiver/reader.hpp>
 #include <devtap/replay.hpp>
 
+#include <map>
+#include <string>
 #include <utility>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -31,15 +34,27 @@ DEVTAP_FUNC replay_stats replay::run() {
     throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (its consumers' streams ended)");
   replay_stats stats;
   std::vector<consumer_failure> failures;
+  // As a receiver keeps them: 16 per consumer and device, the others counted (a consumer that
+  // throws on every record of a long recording must not fill memory with exceptions).
+  std::map<std::pair<std::string, std::string>, std::uint64_t> thrown;
+  auto keep_failure = [&](std::size_t device, const std::string& consumer) {  // inside a catch
+    if (++thrown[{devices_[device]->name(), consumer}] > detail::receiver_state::kept_failures_per_source) return;
+    std::string message = "unknown exception";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    failures.push_back({devices_[device]->name(), consumer, std::move(message), std::current_exception()});
+  };
   auto hand_over = [&](attached& a, std::size_t device, const detail::record_stamp& stamp, const std::byte* payload,
                        std::size_t bytes, std::uint64_t fingerprint) {
     if (fingerprint != a.entry->fingerprint) return;  // as live: a record of another type is skipped
     try {
       if (a.entry->deliver(device, *devices_[device], stamp, payload, bytes) == detail::delivery::delivered) ++stats.delivered;
-    } catch (const std::exception& e) {
-      failures.push_back({devices_[device]->name(), a.entry->name, e.what(), std::current_exception()});
     } catch (...) {
-      failures.push_back({devices_[device]->name(), a.entry->name, "unknown exception", std::current_exception()});
+      keep_failure(device, a.entry->name);
     }
   };
   // Records for merged consumers wait here (copied: the reader's chunk is reused) until all are read.
@@ -82,12 +97,16 @@ DEVTAP_FUNC replay_stats replay::run() {
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       try {
         a.entry->finish(d, *devices_[d]);
-      } catch (const std::exception& e) {
-        failures.push_back({devices_[d]->name(), a.entry->name, e.what(), std::current_exception()});
       } catch (...) {
-        failures.push_back({devices_[d]->name(), a.entry->name, "unknown exception", std::current_exception()});
+        keep_failure(d, a.entry->name);
       }
     }
+  for (const auto& [source, n] : thrown)
+    if (n > detail::receiver_state::kept_failures_per_source)
+      failures.push_back({source.first, source.second,
+                          std::to_string(n - detail::receiver_state::kept_failures_per_source) +
+                              " more exception(s), not kept (" + std::to_string(n) + " in all)",
+                          {}});
   if (!failures.empty()) {
     std::string what = "devtap: replay '" + file_->path() + "': " + std::to_string(failures.size()) + " consumer failure(s):";
     for (const auto& f : failures) what += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;

@@ -958,3 +958,29 @@ TEST_CASE("replay: points are found by name and type; a point never tapped repla
   CHECK(silent == 0);
   CHECK_THROWS_AS(rp.run(), std::logic_error);
 }
+
+TEST_CASE("replay: a consumer that throws on every record keeps 16 failures and counts the rest") {
+  temp_file file("throws-always");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "n");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); });
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  int calls = 0;
+  rp.attach<int>("n", [&](const int&) {
+    ++calls;
+    throw std::runtime_error("always");
+  });
+  try {
+    rp.run();
+    FAIL("run() did not report the failures");
+  } catch (const devtap::tap_error& e) {
+    REQUIRE(e.failures().size() == 17);
+    CHECK(e.failures()[0].message == "always");
+    CHECK(e.failures()[16].message == "984 more exception(s), not kept (1000 in all)");
+  }
+  CHECK(calls == 1000);  // each record still reached it
+}

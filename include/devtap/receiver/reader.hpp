@@ -154,8 +154,8 @@ private:
   bool hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call, const record_stamp& stamp,
                  const std::byte* payload, std::size_t payload_bytes);
 
-  void to_sinks(std::uint32_t id, const record_ref& rec, record_stamp stamp, const std::byte* payload,
-                std::size_t payload_bytes);
+  void to_sinks(std::uint32_t id, const consumer_entry* entry, const record_ref& rec, record_stamp stamp,
+                const std::byte* payload, std::size_t payload_bytes);
 
   // A call no handler answers (none, or of other types): answered with `error`, so its caller
   // fails at once instead of waiting for ever.

@@ -143,16 +143,16 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
     payload += sizeof s;
     payload_bytes -= sizeof s;
   }
-  if (!state_.sinks.empty()) to_sinks(id, rec, stamp, payload, payload_bytes);
+  consumer_entry* entry = id == scope_record_id ? nullptr : lookup(id);
+  if (!state_.sinks.empty()) to_sinks(id, entry, rec, stamp, payload, payload_bytes);
   if (id == scope_record_id) {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
     bool delivered = false;
-    for (consumer_entry* entry : scope_consumers_)
-      delivered = hand_over(*entry, rec, id, false, stamp, payload, payload_bytes) || delivered;
+    for (consumer_entry* scope_consumer : scope_consumers_)
+      delivered = hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes) || delivered;
     if (delivered) ++delivered_records_, delivered_bytes_ += payload_bytes;
     return;
   }
-  consumer_entry* entry = lookup(id);
   if (entry == nullptr) {
     add_owned(stream_.unknown_ids, 1);
     if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
@@ -207,18 +207,14 @@ DEVTAP_FUNC bool device_reader::hand_over(consumer_entry& entry, const record_re
   return false;
 }
 
-DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const record_ref& rec, record_stamp stamp,
-                                         const std::byte* payload, std::size_t payload_bytes) {
+DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry* entry, const record_ref& rec,
+                                         record_stamp stamp, const std::byte* payload, std::size_t payload_bytes) {
   static const point_description scope_description{scope_record_id, point_kind::scope, type_fingerprint_v<scope_event>,
                                                    "scope"};
   if (!stamp.stamped) stamp.time_ns = stamp_now_ns();  // sinks place an unstamped record at its arrival
   const point_description* point = nullptr;
-  const consumer_entry* entry = nullptr;
-  if (id == scope_record_id) {
-    point = &scope_description;
-  } else if ((entry = lookup(id)) != nullptr) {
-    point = &points_[(id & ~call_id_flag) - 1];
-  }
+  if (id == scope_record_id) point = &scope_description;
+  else if (entry != nullptr) point = &points_[(id & ~call_id_flag) - 1];
   const std::uint64_t dropped =
       std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
   const sink_record r{stream_.index, id, rec.header->fingerprint, stamp, payload, payload_bytes, dropped};
