@@ -1,5 +1,6 @@
 // The ring protocol alone (no receiver): claim/commit/abort, padding at the wrap, positions by
 // difference, stamps that tell this lap's records from stale bytes, and many producers against one reader.
+#include <devtap/ring/call.hpp>
 #include <devtap/ring/memory.hpp>
 #include <devtap/ring/produce.hpp>
 #include <devtap/ring/read.hpp>
@@ -359,4 +360,31 @@ TEST_CASE("a record above half the ring claims its padding alone, then waits for
   reader.publish();
   REQUIRE(try_claim<host_atomics>(mem.producer, bytes, pos));
   CHECK(pos == 256);
+}
+
+TEST_CASE("calls_in_flight sees a reply slot taken in either word, and none once all are given back") {
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  CHECK_FALSE(calls_in_flight(ring));
+  std::vector<std::uint32_t> slots;
+  for (std::uint32_t k = 0; k < reply_slot_count; ++k) {  // every slot, so both words are used
+    std::uint32_t slot = ~0u;
+    REQUIRE(try_take_reply_slot<host_atomics>(ring, slot));
+    slots.push_back(slot);
+    CHECK(calls_in_flight(ring));
+  }
+  std::uint32_t none;
+  CHECK_FALSE(try_take_reply_slot<host_atomics>(ring, none));
+  for (std::uint32_t slot : slots) {
+    CHECK(calls_in_flight(ring));
+    give_back_reply_slot<host_atomics>(ring, slot);
+  }
+  CHECK_FALSE(calls_in_flight(ring));
+  std::uint32_t last = ~0u;  // the last slot alone (the second word)
+  for (std::uint32_t k = 0; k < reply_slot_count; ++k) REQUIRE(try_take_reply_slot<host_atomics>(ring, last));
+  for (std::uint32_t k = 0; k + 1 < reply_slot_count; ++k) give_back_reply_slot<host_atomics>(ring, k);
+  CHECK(last == reply_slot_count - 1);
+  CHECK(calls_in_flight(ring));
+  give_back_reply_slot<host_atomics>(ring, last);
+  CHECK_FALSE(calls_in_flight(ring));
 }

@@ -131,6 +131,9 @@ class device_reader {
 public:
   /** Records delivered between two updates of the stream's counters and position. */
   static constexpr std::uint64_t progress_every = 64;
+  /** How long the reader looks away after catching up with the producers (run()): long enough for a
+   *  busy producer to fill several lines, short against the ~20 µs it spins when idle. */
+  static constexpr std::chrono::nanoseconds catch_up_pause{2000};
 
   device_reader(receiver_state& state, device_stream& stream)
       : state_(state), stream_(stream), reader_(stream.ring->host), published_position_(reader_.position()),
@@ -139,6 +142,8 @@ public:
   void run(std::stop_token stop);
 
 private:
+  // Spins until catch_up_pause has passed since `since`, or a caller holds a reply slot.
+  void pause_after_catching_up(std::chrono::steady_clock::time_point since) const;
   // A snapshot of the consumer table, refreshed when attach() changed it.
   bool refresh_table();
 
@@ -198,6 +203,7 @@ private:
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
+  bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

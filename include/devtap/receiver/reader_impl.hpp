@@ -76,9 +76,22 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       count_lost();
       return;
     }
+    if (idle++ == 0) {
+      idle_since = std::chrono::steady_clock::now();
+      // Caught up with a producer that may still be writing: its next records land on the very
+      // line the look at the head just read. Looking again at once would pull that line back and
+      // forth for every record (two trips between the CPUs each, about 110 ns: docs/performance.md,
+      // "The reader's pause after catching up"), so wait a moment and come back to whole lines.
+      // Only where cpu threads produce (a GPU's writes do not take lines away from the reader),
+      // not after a call (its caller waits for the answer and may call again at once), and cut
+      // short by a caller taking a reply slot.
+      if (can_sleep && !last_was_call_) {
+        pause_after_catching_up(idle_since);
+        continue;
+      }
+    }
     // Idle: spin (with pause) for ~20 µs so a trickle of records is picked up at once, then yield,
     // then sleep; the spin costs CPU only while records keep coming.
-    if (idle++ == 0) idle_since = std::chrono::steady_clock::now();
     if (idle % 32 != 0) {  // the clock is read on every 32nd empty poll only
       cpu_relax();
       continue;
@@ -96,6 +109,14 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       std::this_thread::yield();  // claimed, not yet committed: it will be soon
     }
   }
+}
+
+DEVTAP_FUNC void device_reader::pause_after_catching_up(std::chrono::steady_clock::time_point since) const {
+  const ring_view& ring = stream_.ring->host;
+  do {
+    for (int k = 0; k < 8; ++k) cpu_relax();
+    if (calls_in_flight(ring)) return;
+  } while (std::chrono::steady_clock::now() - since < catch_up_pause);
 }
 
 DEVTAP_FUNC bool device_reader::refresh_table() {
@@ -133,6 +154,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
                        rec.payload_bytes >= sizeof(tap_stamp);
   const std::uint32_t id = stamped ? rec.header->consumer_id & ~stamped_id_flag : rec.header->consumer_id;
   const bool is_call = (id & call_id_flag) != 0;
+  last_was_call_ = is_call;
   record_stamp stamp{0, records_read_++, false};  // unstamped: its place in the stream as read
   const std::byte* payload = rec.payload;
   std::size_t payload_bytes = rec.payload_bytes;

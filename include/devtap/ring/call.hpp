@@ -69,6 +69,15 @@ DEVTAP_HOST_DEVICE void give_back_reply_slot(const ring_view& ring, std::uint32_
       .fetch_and(~(std::uint32_t{1} << (slot % 32)), Atomics::release);
 }
 
+/** Whether a caller holds a reply slot (a call is on its way or awaits its answer). Host producers
+ *  only: for CUDA the bits are device memory. */
+inline bool calls_in_flight(const ring_view& ring) noexcept {
+  for (std::uint32_t w = 0; w < reply_slot_count / 32; ++w)
+    if (std::atomic_ref<std::uint32_t>(ring.producer->reply_slots_taken[w]).load(std::memory_order_relaxed) != 0)
+      return true;
+  return false;
+}
+
 /** The sequence the next call through `slot` (held by the caller) carries: one past its last answer. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
