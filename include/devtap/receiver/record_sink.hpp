@@ -5,11 +5,18 @@
 #include <devtap/tap/tap_info.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
@@ -116,6 +123,77 @@ private:
   std::mutex foreign_mutex_;
   Buffer foreign_;
   std::atomic<bool> has_foreign_{false};
+};
+
+/** What the two file sinks share: the file and its first error, and one device_buffer per device.
+ *  `Buffer` is what a device's reader appends to (text for the trace, 8-byte words for a recording). */
+template <class Buffer>
+class sink_file {
+protected:
+  struct track : device_buffer<Buffer> {
+    std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
+  };
+
+  /** Opens `path` for writing, or throws std::invalid_argument naming `option` (e.g. "trace_file"). */
+  sink_file(const std::string& path, std::string_view option, std::size_t devices)
+      : path_(path), what_(std::string(option)) {
+    what_[what_.find('_')] = ' ';  // "trace_file" -> "trace file", for the messages
+    file_ = std::fopen(path.c_str(), "wb");
+    if (file_ == nullptr)
+      throw std::invalid_argument("devtap: receiver_options::" + std::string(option) + ": cannot open '" + path +
+                                  "' for writing: " + std::strerror(errno));
+    for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());
+  }
+  ~sink_file() {
+    if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor
+  }
+
+  /** The reader's track for `device`: null if unknown or closed; else with the foreign entries taken in. */
+  track* reader_track(std::size_t device) {
+    if (device >= tracks_.size()) return nullptr;
+    track& t = *tracks_[device];
+    if (t.closed.load(std::memory_order_relaxed) || t.ended.load(std::memory_order_relaxed)) return nullptr;
+    t.take_foreign();
+    return &t;
+  }
+
+  /** file_mutex_ held. After the first error, writes nothing more. */
+  void write_locked(const void* data, std::size_t bytes) {
+    if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
+    if (std::fwrite(data, 1, bytes, file_) != bytes)
+      error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
+  }
+
+  /** close()'s first half: every device's buffer (`lost(buffer, device)` adds the marker that says
+   *  what a reader stuck in a consumer still held is missing). Then lock file_mutex_ and write them. */
+  template <class Lost>
+  std::vector<Buffer> take_all_tracks(Lost lost) {
+    std::vector<Buffer> out;
+    for (std::size_t d = 0; d < tracks_.size(); ++d) {
+      bool stuck = false;
+      out.push_back(tracks_[d]->take_all(stuck));
+      if (stuck) lost(out.back(), d);
+    }
+    return out;
+  }
+
+  /** close()'s last step, file_mutex_ held: closes the file (once); the first error, as a message. */
+  std::string close_locked() {
+    if (closed_ || file_ == nullptr) return error_;
+    closed_ = true;
+    if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
+    file_ = nullptr;
+    return error_;
+  }
+  std::vector<std::unique_ptr<track>> tracks_;
+  std::mutex file_mutex_;
+
+private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  std::string what_;   // "trace file" or "record file"
+  std::string error_;  // the first write error (file_mutex_)
+  bool closed_ = false;
 };
 
 }  // namespace detail

@@ -61,7 +61,7 @@ struct recorded_device {
 
 // ---- the writer -------------------------------------------------------------------------------
 
-class recording_writer final : public record_sink {
+class recording_writer final : public record_sink, sink_file<std::vector<std::uint64_t>> {
 public:
   /** Opens `path` (std::invalid_argument naming it and why, if it cannot) and writes the header. */
   recording_writer(const std::string& path, std::string_view receiver_name, const std::vector<recorded_device>& devices,
@@ -80,23 +80,12 @@ public:
   DEVTAP_INLINE_VIRTUAL std::string close() override;
 
 private:
-  // One device's entries, appended by its reader and written as a records chunk every ~256 KiB.
-  struct track : device_buffer<std::vector<std::uint64_t>> {  // 8-byte words: every entry is a multiple of 8
-    std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
-  };
-  track* reader_track(std::size_t device);  // null if unknown or closed; else the foreign entries taken in
+  // A track holds one device's entries (8-byte words: every entry is a multiple of 8), appended by
+  // its reader and written as a records chunk every ~256 KiB.
   static void marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,
                            std::uint64_t count, std::string_view text);
   void flush(track& t, std::size_t device);  // the reader's: writes its entries as a chunk
   void write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes);  // file_mutex_ held
-  void write_locked(const void* data, std::size_t bytes);
-
-  std::FILE* file_ = nullptr;
-  std::string path_;
-  std::vector<std::unique_ptr<track>> tracks_;
-  std::mutex file_mutex_;
-  std::string error_;
-  bool closed_ = false;
 };
 
 // ---- the reader -------------------------------------------------------------------------------

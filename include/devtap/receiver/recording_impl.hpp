@@ -38,11 +38,7 @@ struct word_appender {
 DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::string_view receiver_name,
                                                const std::vector<recorded_device>& devices, bool timestamps,
                                                std::uint64_t origin_ns)
-    : path_(path) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr)
-    throw std::invalid_argument("devtap: receiver_options::record_file: cannot open '" + path +
-                                "' for writing: " + std::strerror(errno));
+    : sink_file(path, "record_file", devices.size()) {
   std::vector<std::uint64_t> header;
   word_appender h{header};
   h.str(receiver_name);
@@ -59,7 +55,6 @@ DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::str
   const std::uint64_t sizes[2] = {origin_ns, header.size() * 8};
   write_locked(sizes, sizeof sizes);
   write_locked(header.data(), header.size() * 8);
-  for (std::size_t i = 0; i < devices.size(); ++i) tracks_.push_back(std::make_unique<track>());
   // Scope records have one description, whatever attach() did: defined before anything else.
   std::vector<std::uint64_t> body;
   word_appender b{body};
@@ -71,23 +66,10 @@ DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::str
 
 DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(); }
 
-DEVTAP_FUNC void recording_writer::write_locked(const void* data, std::size_t bytes) {
-  if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
-  if (std::fwrite(data, 1, bytes, file_) != bytes) error_ = "writing record file '" + path_ + "' failed: " + std::strerror(errno);
-}
-
 DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes) {
   const chunk_header h{type, device, bytes};
   write_locked(&h, sizeof h);
   write_locked(body, bytes);
-}
-
-DEVTAP_FUNC recording_writer::track* recording_writer::reader_track(std::size_t device) {
-  if (device >= tracks_.size()) return nullptr;
-  track& t = *tracks_[device];
-  if (t.closed.load(std::memory_order_relaxed) || t.ended.load(std::memory_order_relaxed)) return nullptr;
-  t.take_foreign();
-  return &t;
 }
 
 DEVTAP_FUNC void recording_writer::define(const point_description& point) {
@@ -191,23 +173,16 @@ DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns
 
 DEVTAP_FUNC std::string recording_writer::close() {
   // Each track's entries, then the file (a reader writes to the file from its own entries: never the other way round).
-  std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> rest;
-  for (std::size_t i = 0; i < tracks_.size(); ++i) {
-    bool stuck = false;
-    rest.emplace_back(i, tracks_[i]->take_all(stuck));
-    if (stuck)  // its reader may still touch its buffer: what that holds is missing, and said so
-      marker_entry(rest.back().second, stamp_now_ns(), static_cast<std::uint32_t>(marker_kind::lost), 0,
-                   "the device's reader was stuck in a consumer when the recording was closed: the records it had "
-                   "not yet written (up to 256 KiB) are missing");
-  }
+  std::vector<std::vector<std::uint64_t>> rest = take_all_tracks([](std::vector<std::uint64_t>& words, std::size_t) {
+    marker_entry(words, stamp_now_ns(), static_cast<std::uint32_t>(marker_kind::lost), 0,
+                 "the device's reader was stuck in a consumer when the recording was closed: the records it had "
+                 "not yet written (up to 256 KiB) are missing");
+  });
   std::lock_guard lock(file_mutex_);
-  if (closed_ || file_ == nullptr) return error_;
-  for (auto& [device, words] : rest)
-    if (!words.empty()) write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), words.data(), words.size() * 8);
-  closed_ = true;
-  if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing record file '" + path_ + "' failed: " + std::strerror(errno);
-  file_ = nullptr;
-  return error_;
+  for (std::size_t device = 0; device < rest.size(); ++device)
+    if (!rest[device].empty())
+      write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), rest[device].data(), rest[device].size() * 8);
+  return close_locked();
 }
 
 }  // namespace detail

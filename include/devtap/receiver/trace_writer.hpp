@@ -19,7 +19,7 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-class trace_writer final : public record_sink {
+class trace_writer final : public record_sink, sink_file<std::string> {
 public:
   /** Opens `path` for writing (std::invalid_argument naming it and why, if it cannot) and writes the
    *  process and track names. Times are written in µs since `origin_ns` (a steady_clock time). */
@@ -42,10 +42,7 @@ public:
   std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
 
 private:
-  // One device's events, rendered by its reader and written to the file in pieces of ~64 KiB.
-  struct track : device_buffer<std::string> {
-    std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
-  };
+  // A track holds one device's events, rendered by its reader and written to the file in pieces of ~64 KiB.
 
   // `,\n{"ph":..,"pid":1,"tid":..,"ts":..,"cat":..,"name":..` : the caller adds the rest and `}`.
   void begin_event(std::string& out, const char* phase, std::size_t device, std::uint64_t time_ns,
@@ -53,17 +50,10 @@ private:
   void marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                     std::string_view text);
   void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);  // the reader's
-  track* reader_track(std::size_t device);  // null if unknown or closed; else the foreign events taken in
   void done_event(track& t);  // the reader's: counts it; writes the track out when it has grown large
-  void write_locked(std::string_view text);  // file_mutex_ held
+  void write_locked(std::string_view text) { sink_file::write_locked(text.data(), text.size()); }  // file_mutex_ held
 
-  std::FILE* file_ = nullptr;
-  std::string path_;
   std::uint64_t origin_ns_;
-  std::vector<std::unique_ptr<track>> tracks_;
-  std::mutex file_mutex_;
-  std::string error_;  // the first write error (file_mutex_)
-  bool closed_ = false;
   std::mutex names_mutex_;
   std::unordered_map<std::uint32_t, std::string> scope_names_;
   std::atomic<std::uint64_t> events_{0};

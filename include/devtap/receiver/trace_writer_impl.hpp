@@ -19,11 +19,7 @@ inline constexpr std::size_t trace_flush_bytes = std::size_t{64} << 10;
 
 DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view process_name,
                                        const std::vector<std::string>& device_names, std::uint64_t origin_ns)
-    : path_(path), origin_ns_(origin_ns) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr)
-    throw std::invalid_argument("devtap: receiver_options::trace_file: cannot open '" + path +
-                                "' for writing: " + std::strerror(errno));
+    : sink_file(path, "trace_file", device_names.size()), origin_ns_(origin_ns) {
   std::string head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":"
                      "\"process_name\",\"args\":{\"name\":";
   append_json_string(head, process_name);
@@ -44,7 +40,6 @@ DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view
       }
       head += "}}";
     }
-    tracks_.push_back(std::make_unique<track>());
   }
   std::lock_guard lock(file_mutex_);
   write_locked(head);
@@ -81,20 +76,6 @@ DEVTAP_FUNC void trace_writer::done_event(track& t) {
   std::lock_guard lock(file_mutex_);
   write_locked(t.own);
   t.own.clear();
-}
-
-DEVTAP_FUNC void trace_writer::write_locked(std::string_view text) {
-  if (file_ == nullptr || closed_ || !error_.empty()) return;
-  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
-    error_ = "writing trace file '" + path_ + "' failed: " + std::strerror(errno);
-}
-
-DEVTAP_FUNC trace_writer::track* trace_writer::reader_track(std::size_t device) {
-  if (device >= tracks_.size()) return nullptr;
-  track& t = *tracks_[device];
-  if (t.closed.load(std::memory_order_relaxed) || t.ended.load(std::memory_order_relaxed)) return nullptr;
-  t.take_foreign();
-  return &t;
 }
 
 DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_description* point,
@@ -209,23 +190,15 @@ DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, st
 
 DEVTAP_FUNC std::string trace_writer::close() {
   // Each track's text, then the file (a reader writes to the file from its own text: never the other way round).
-  std::string rest;
-  for (std::size_t d = 0; d < tracks_.size(); ++d) {
-    bool stuck = false;
-    rest += tracks_[d]->take_all(stuck);
-    if (stuck)  // its reader may still touch its buffer: what that holds is missing, and said so
-      marker_event(rest, d, stamp_now_ns(), marker_kind::lost, 0,
-                   "the device's reader was stuck in a consumer when the trace was closed: the events it had not "
-                   "yet written (up to 64 KiB) are missing");
-  }
+  std::vector<std::string> rest = take_all_tracks([&](std::string& text, std::size_t device) {
+    marker_event(text, device, stamp_now_ns(), marker_kind::lost, 0,
+                 "the device's reader was stuck in a consumer when the trace was closed: the events it had not "
+                 "yet written (up to 64 KiB) are missing");
+  });
   std::lock_guard lock(file_mutex_);
-  if (closed_ || file_ == nullptr) return error_;
-  write_locked(rest);
+  for (const std::string& text : rest) write_locked(text);
   write_locked("\n]}\n");
-  closed_ = true;
-  if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing trace file '" + path_ + "' failed: " + std::strerror(errno);
-  file_ = nullptr;
-  return error_;
+  return close_locked();
 }
 
 }  // namespace detail
