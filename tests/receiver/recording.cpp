@@ -984,3 +984,91 @@ TEST_CASE("replay: a consumer that throws on every record keeps 16 failures and 
   }
   CHECK(calls == 1000);  // each record still reached it
 }
+
+namespace {
+// A recording built by hand (docs/timeline.md, "The file format"): 8-byte words, little-endian.
+struct handmade_recording {
+  std::string bytes;
+  void u32_pair(std::uint32_t a, std::uint32_t b) {
+    bytes.append(reinterpret_cast<const char*>(&a), 4);
+    bytes.append(reinterpret_cast<const char*>(&b), 4);
+  }
+  void u64(std::uint64_t v) { bytes.append(reinterpret_cast<const char*>(&v), 8); }
+  void str(std::string_view s) {
+    const auto n = static_cast<std::uint32_t>(s.size());
+    bytes.append(reinterpret_cast<const char*>(&n), 4);
+    bytes += s;
+    bytes.append((8 - (4 + s.size()) % 8) % 8, '\0');
+  }
+  // The file head and a header naming `devices` cpu devices.
+  static handmade_recording with_devices(std::uint32_t devices) {
+    handmade_recording h;
+    for (std::uint32_t d = 0; d < devices; ++d) {
+      h.u32_pair(d, 0);
+      h.str("cpu");
+      h.str("cpu:" + std::to_string(d));
+    }
+    handmade_recording file;
+    file.bytes = "devtapRC";
+    file.u32_pair(1, 0);  // version 1, no timestamps
+    file.u64(0);          // origin
+    handmade_recording header;
+    header.str("handmade");
+    header.u32_pair(devices, 0);
+    header.bytes += h.bytes;
+    file.u64(header.bytes.size());
+    file.bytes += header.bytes;
+    return file;
+  }
+};
+}  // namespace
+
+TEST_CASE("replay: a header naming more than 65536 devices is refused; 65536 are read") {
+  temp_file file("devices");
+  write_all(file.path, handmade_recording::with_devices(devtap::detail::max_recorded_devices + 1).bytes);
+  try {
+    devtap::replay refused(file.path);
+    FAIL("a header naming 65537 devices was read");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("65537 devices") && Catch::Matchers::Contains("at most 65536"));
+  }
+  write_all(file.path, handmade_recording::with_devices(devtap::detail::max_recorded_devices).bytes);
+  devtap::replay rp(file.path);
+  CHECK(rp.devices().size() == devtap::detail::max_recorded_devices);
+}
+
+TEST_CASE("replay: a file of many point definitions opens with the first definition of each id") {
+  temp_file file("points");
+  handmade_recording rec = handmade_recording::with_devices(1);
+  constexpr std::uint32_t points = 50000;  // a linear search per definition took seconds here
+  for (std::uint32_t i = 1; i <= points + 1; ++i) {
+    const std::uint32_t id = i <= points ? i : 7;  // the last one redefines id 7: ignored
+    const std::string name = i <= points ? "p" + std::to_string(i) : "again";
+    handmade_recording body;
+    body.u32_pair(id, 1);  // a tap point
+    body.u64(devtap::type_fingerprint_v<std::uint64_t>);
+    body.str(name);
+    rec.u32_pair(1, 0);  // chunk: point, device 0
+    rec.u64(body.bytes.size());
+    rec.bytes += body.bytes;
+  }
+  handmade_recording records;  // three records of point 7, unstamped: word, bytes, read_ns, payload
+  for (std::uint64_t v = 1; v <= 3; ++v) {
+    records.u32_pair(7, 8);
+    records.u64(v * 1000);
+    records.u64(v * 10);
+  }
+  rec.u32_pair(3, 0);  // chunk: records, device 0
+  rec.u64(records.bytes.size());
+  rec.bytes += records.bytes;
+  write_all(file.path, rec.bytes);
+
+  devtap::replay rp(file.path);
+  std::vector<std::uint64_t> seen;
+  rp.attach<std::uint64_t>("p7", [&](const std::uint64_t& v) { seen.push_back(v); });
+  CHECK_THROWS_AS(rp.attach<std::uint64_t>("again", [](const std::uint64_t&) {}), std::invalid_argument);
+  const devtap::replay_stats stats = rp.run();
+  CHECK(seen == std::vector<std::uint64_t>{10, 20, 30});
+  CHECK(stats.records == 3);
+  CHECK(stats.cut_short_at == 0);
+}

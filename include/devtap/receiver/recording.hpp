@@ -35,6 +35,8 @@ namespace detail {
 //   recorded_line_kind is a line a printer wrote (its format may exist only in the recorded program)
 inline constexpr char recording_magic[8] = {'d', 'e', 'v', 't', 'a', 'p', 'R', 'C'};
 inline constexpr std::uint32_t recording_version = 1;
+// The most devices a recording may name (a replay opens a stream for each, per consumer).
+inline constexpr std::uint32_t max_recorded_devices = std::uint32_t{1} << 16;
 inline constexpr std::uint32_t recording_timestamps_flag = 1;
 inline constexpr std::uint32_t recorded_fingerprint_flag = std::uint32_t{1} << 31;
 inline constexpr std::uint32_t recorded_marker_word = 0;
@@ -152,6 +154,7 @@ private:
   std::uint64_t entries_at_ = 0;  // file offset of the first chunk
   std::vector<recorded_device> devices_;
   std::vector<point_description> points_;
+  std::unordered_map<std::uint32_t, std::size_t> point_index_;  // id -> its place in points_
   std::unordered_map<std::uint32_t, std::string> scope_names_;
   std::vector<std::uint64_t> body_;  // the current chunk (8-aligned: payloads decode in place)
   std::size_t body_bytes_ = 0, body_at_ = 0;

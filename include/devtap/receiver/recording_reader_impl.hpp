@@ -89,6 +89,11 @@ DEVTAP_FUNC void recording_reader::open_file() {
   receiver_name_ = std::string(r.str());
   const auto count = r.get<std::uint32_t>();
   r.align();
+  // Each device costs the replay's consumers a stream (a coroutine frame each): a damaged or
+  // hostile count must not turn a small file into gigabytes.
+  if (count > max_recorded_devices)
+    throw std::runtime_error("devtap: recording '" + path_ + "': damaged header (it names " + std::to_string(count) +
+                             " devices; at most " + std::to_string(max_recorded_devices) + " are read)");
   for (std::uint32_t i = 0; i < count && r.ok; ++i) {
     recorded_device d;
     d.id = static_cast<int>(r.get<std::uint32_t>());
@@ -114,7 +119,7 @@ DEVTAP_FUNC void recording_reader::open_file() {
       p.fingerprint = b.get<std::uint64_t>();
       p.name = std::string(b.str());
       if (!b.ok) fail("damaged point definition");
-      if (point(p.id) == nullptr) points_.push_back(std::move(p));
+      if (point_index_.emplace(p.id, points_.size()).second) points_.push_back(std::move(p));  // the first one counts
     } else if (h.type == chunk_type::scope_name) {
       const auto id = b.get<std::uint32_t>();
       b.align();
@@ -135,16 +140,16 @@ DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
 }
 
 DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
-  for (const auto& p : points_)
-    if (p.id == id) return &p;
-  return nullptr;
+  const auto found = point_index_.find(id);  // (a map: a hostile file may define a million points)
+  return found == point_index_.end() ? nullptr : &points_[found->second];
 }
 
 DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
+  h = chunk_header{};
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
   if (got == 0 && std::feof(file_)) return false;
-  if (h.body_bytes % 8 != 0 && got == sizeof h) fail("damaged chunk header");
+  if (got == sizeof h && h.body_bytes % 8 != 0) fail("damaged chunk header");
   // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
   // the recording; checked before anything is allocated for the body.
   if (got != sizeof h || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) {
