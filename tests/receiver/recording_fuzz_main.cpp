@@ -85,9 +85,9 @@ const std::string& input_file();
 #endif
 #endif
 namespace {
-constexpr std::size_t allocation_limit = std::size_t{64} << 20;
+[[maybe_unused]] constexpr std::size_t allocation_limit = std::size_t{64} << 20;  // (unused where the runtime owns new)
 std::atomic<bool> limit_allocations{false};
-std::atomic<std::size_t> largest_allocation{0};
+[[maybe_unused]] std::atomic<std::size_t> largest_allocation{0};
 }  // namespace
 
 #if !defined(DEVTAP_TEST_RUNTIME_OWNS_NEW)

@@ -137,7 +137,7 @@ private:
 
   explicit consumer(std::coroutine_handle<promise_type> h) noexcept : handle_(h) {}
   // Runs the coroutine until it waits for its next value; rethrows what it threw. The receiver's only.
-  void resume() {
+  [[gnu::always_inline]] void resume() {
     if (done()) return;
     handle_.resume();
     if (handle_.done() && handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));

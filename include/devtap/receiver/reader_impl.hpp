@@ -147,7 +147,8 @@ DEVTAP_FUNC void device_reader::end_answers() {
   wake_callers(stream_.ring->host);
 }
 
-DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
+// inline in compiled mode too: run() is its only caller, and always_inline needs a body no link replaces.
+inline void device_reader::dispatch(const record_ref& rec) {
   // The stamp flag counts only where this receiver asked for stamps; there, a record too short to
   // hold one is a mismatch (its id keeps the flag: no consumer has such an id).
   const bool stamped = state_.options.timestamps && (rec.header->consumer_id & stamped_id_flag) != 0 &&
@@ -166,8 +167,9 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
     payload_bytes -= sizeof s;
   }
   consumer_entry* entry = id == scope_record_id ? nullptr : lookup(id);
-  if (!state_.sinks.empty()) to_sinks(id, entry, rec, stamp, payload, payload_bytes);
-  if (id == scope_record_id) {  // every consumer of scope_event gets it; none is not an error
+  if (!state_.sinks.empty()) [[unlikely]]
+    to_sinks(id, entry, rec, stamp, payload, payload_bytes);
+  if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
     bool delivered = false;
     for (consumer_entry* scope_consumer : scope_consumers_)
@@ -175,7 +177,7 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
     if (delivered) ++delivered_records_, delivered_bytes_ += payload_bytes;
     return;
   }
-  if (entry == nullptr) {
+  if (entry == nullptr) [[unlikely]] {
     add_owned(stream_.unknown_ids, 1);
     if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
     if (stream_.unknown_by_id[id]++ == 0) {
@@ -188,19 +190,27 @@ DEVTAP_FUNC void device_reader::dispatch(const record_ref& rec) {
   if (hand_over(*entry, rec, id, is_call, stamp, payload, payload_bytes)) ++delivered_records_, delivered_bytes_ += payload_bytes;
 }
 
-DEVTAP_FUNC bool device_reader::hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call,
+// inline in compiled mode too: run() is its only caller, and always_inline needs a body no link replaces.
+inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call,
                                           const record_stamp& stamp, const std::byte* payload, std::size_t payload_bytes) {
-  delivery result = delivery::mismatch;
   const bool fits = rec.header->fingerprint == entry.fingerprint && entry.answers_calls == is_call;
-  if (fits) {
-    try {
-      result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
-    } catch (...) {
-      stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
-      state_.record_failure(stream_, entry.name, std::current_exception());
-      return false;
-    }
+  if (!fits) [[unlikely]]
+    return settle(delivery::mismatch, false, entry, rec, id, is_call);
+  delivery result;
+  try {
+    result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
+  } catch (...) {
+    stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
+    state_.record_failure(stream_, entry.name, std::current_exception());
+    return false;
   }
+  if (result == delivery::delivered) [[likely]]
+    return true;
+  return settle(result, true, entry, rec, id, is_call);
+}
+
+DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entry& entry, const record_ref& rec,
+                                       std::uint32_t id, bool is_call) {
   switch (result) {
     case delivery::delivered:
       return true;
