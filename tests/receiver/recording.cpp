@@ -5,6 +5,7 @@
 #include <devtap/receiver/receiver.hpp>
 #include <devtap/replay.hpp>
 
+#include "../allocation_guard.hpp"
 #include "../temp_file.hpp"
 
 #include <catch2/catch.hpp>
@@ -43,48 +44,13 @@
 using namespace std::chrono_literals;
 
 // A damaged file must never make the reader allocate what the file cannot hold: any single
-// allocation above 1 GiB fails here (std::bad_alloc, which the damaged-file test reports as a
-// failure) instead of touching gigabytes. Nothing in these tests needs that much. Every unaligned
-// form is replaced (a sanitizer's own nothrow new must not meet this free()); the aligned forms
-// keep the runtime's, in pairs. Clang's sanitizer runtimes (static) define operator new
-// themselves: there the damaged-file test leaves out the files that would claim such a size.
-#if defined(__clang__) && defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define DEVTAP_TEST_RUNTIME_OWNS_NEW 1
-#endif
-#endif
+// allocation above 1 GiB (the guard's default) fails here with std::bad_alloc, which the
+// damaged-file test reports as a failure, instead of touching gigabytes. Where a sanitizer's
+// runtime owns operator new, that test leaves out the files that would claim such a size.
 namespace {
-constexpr std::size_t allocation_limit = std::size_t{1} << 30;
-#if defined(DEVTAP_TEST_RUNTIME_OWNS_NEW)
-constexpr bool allocations_limited = false;
-#else
-constexpr bool allocations_limited = true;
-#endif
+const std::size_t allocation_limit = devtap_test::allocation_limit.load();
+constexpr bool allocations_limited = devtap_test::allocations_guarded;
 }  // namespace
-
-#if !defined(DEVTAP_TEST_RUNTIME_OWNS_NEW)
-// Out of line: inlined, GCC would see free() meet operator new's pointer (-Wmismatched-new-delete).
-[[gnu::noinline]] void* operator new(std::size_t n) {
-  if (n > allocation_limit) throw std::bad_alloc();
-  if (void* p = std::malloc(n != 0 ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-[[gnu::noinline]] void* operator new[](std::size_t n) { return ::operator new(n); }
-[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return ::operator new(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept { return ::operator new(n, tag); }
-[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace {
 std::vector<devtap::device*> all(devtap::cpu_client& c) {

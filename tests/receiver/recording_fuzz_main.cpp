@@ -18,6 +18,8 @@
 #include <devtap/replay.hpp>
 #include <devtap/tap/scope.hpp>
 
+#include "recording_fuzz.hpp"
+#include "../allocation_guard.hpp"
 #include "../temp_file.hpp"
 
 #include <algorithm>
@@ -43,83 +45,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
-namespace devtap_fuzz {
-// As recording_fuzz.cpp defines them (fingerprints are structural: the same layout is the same type).
-struct fuzz_sample {
-  int id = 0;
-  std::span<const int> data{};
-  double weight = 0;
-};
-struct fuzz_plain {
-  int a = 0;
-  double b = 0;
-  std::array<char, 5> c{};
-  std::uint8_t d = 0;
-};
-using fuzz_tagged = std::tuple<std::int16_t, std::span<const double>, char>;
 
-struct fuzz_result {
-  enum class outcome { not_a_file, replayed, refused } what = outcome::not_a_file;
-  std::string message;
-  devtap::replay_stats stats{};
-  std::size_t devices = 0;
-  std::size_t attached = 0;
-  std::uint64_t counted = 0;
-  std::uint64_t n_values = 0;
-  std::uint64_t n_sum = 0;
-  std::uint64_t n_coroutine = 0;
-  std::uint64_t n_merged = 0;
-  std::uint64_t samples = 0, sample_ints = 0, plains = 0, tagged = 0, scopes = 0;
-  std::uint64_t ends = 0;
-};
-const fuzz_result& last_result();
-const std::string& input_file();
-}  // namespace devtap_fuzz
-
-// ---- allocations: none above the limit while fuzzing ------------------------------------------
-// As tests/receiver/recording.cpp: every unaligned form replaced, except where a clang sanitizer's
-// static runtime owns operator new (there libFuzzer's -malloc_limit_mb is the check).
-#if defined(__clang__) && defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define DEVTAP_TEST_RUNTIME_OWNS_NEW 1
-#endif
-#endif
-namespace {
-[[maybe_unused]] constexpr std::size_t allocation_limit = std::size_t{64} << 20;  // (unused where the runtime owns new)
-std::atomic<bool> limit_allocations{false};
-[[maybe_unused]] std::atomic<std::size_t> largest_allocation{0};
-}  // namespace
-
-#if !defined(DEVTAP_TEST_RUNTIME_OWNS_NEW)
-[[gnu::noinline]] void* operator new(std::size_t n) {
-  if (limit_allocations.load(std::memory_order_relaxed)) {
-    if (n > allocation_limit) {
-      std::fprintf(stderr, "recording_fuzz: an allocation of %zu bytes while replaying a damaged file of a few KiB\n", n);
-      std::abort();
-    }
-    std::size_t seen = largest_allocation.load(std::memory_order_relaxed);
-    while (n > seen && !largest_allocation.compare_exchange_weak(seen, n, std::memory_order_relaxed)) {
-    }
-  }
-  if (void* p = std::malloc(n != 0 ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-[[gnu::noinline]] void* operator new[](std::size_t n) { return ::operator new(n); }
-[[gnu::noinline]] void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return ::operator new(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-[[gnu::noinline]] void* operator new[](std::size_t n, const std::nothrow_t& tag) noexcept { return ::operator new(n, tag); }
-[[gnu::noinline]] void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
+// ---- allocations: none above 64 MiB while fuzzing (../allocation_guard.hpp) ---------------------
 
 namespace {
 using namespace devtap_fuzz;
@@ -452,7 +379,9 @@ int main(int argc, char** argv) {
     }
   }
   std::signal(SIGALRM, on_alarm);
-  limit_allocations = true;
+  devtap_test::allocation_limit = std::size_t{64} << 20;  // a damaged file of a few KiB
+  devtap_test::abort_above_limit = true;
+  devtap_test::largest_allocation = 0;
   for (const seed& s : seeds) check_seed(s);
   std::vector<layout> layouts;
   for (const seed& s : seeds) layouts.push_back(walk(s.bytes));
@@ -505,12 +434,13 @@ int main(int argc, char** argv) {
       ++refused;
     }
   }
-  limit_allocations = false;
+  devtap_test::abort_above_limit = false;
+  devtap_test::allocation_limit = ~std::size_t{0};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
 #if defined(DEVTAP_TEST_RUNTIME_OWNS_NEW)
   const std::string largest = "not tracked (the sanitizer's runtime owns operator new)";
 #else
-  const std::string largest = std::to_string(largest_allocation.load()) + " bytes";
+  const std::string largest = std::to_string(devtap_test::largest_allocation.load()) + " bytes";
 #endif
   std::printf("recording_fuzz-random: %ld inputs in %.1f s: %llu replayed (%llu cut short, %llu records delivered), "
               "%llu refused; largest allocation while fuzzing: %s\n",
