@@ -19,13 +19,6 @@
 #  define DEVTAP_NO_EXEC_CHECK
 #endif
 
-// Whether host code can read the x86-64 time-stamp counter (detail/tap_clock.hpp).
-#if defined(__x86_64__) && !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
-#  define DEVTAP_HAS_TSC 1
-#else
-#  define DEVTAP_HAS_TSC 0
-#endif
-
 // Header-only (the default) or compiled mode. In compiled mode (DEVTAP_COMPILED=1, which the
 // `devtap` dependency of a `-Dcompiled=true` build passes on) the parts of devtap that do not
 // depend on the user's types (the receiver's machinery, the registry, the cpu backend, logging and

@@ -134,6 +134,9 @@ public:
   /** How long the reader looks away after catching up with the producers (run()): long enough for a
    *  busy producer to fill several lines, short against the ~20 µs it spins when idle. */
   static constexpr std::chrono::nanoseconds catch_up_pause{2000};
+  /** Only rings this large pause: producers would have to write the whole ring (just published
+   *  empty) within the pause, 32 GB/s, to be held back by it. */
+  static constexpr std::uint64_t catch_up_pause_min_capacity = std::uint64_t{64} << 10;
 
   device_reader(receiver_state& state, device_stream& stream)
       : state_(state), stream_(stream), reader_(stream.ring->host), published_position_(reader_.position()),
@@ -153,11 +156,11 @@ private:
     return nullptr;
   }
 
-  [[gnu::always_inline]] void dispatch(const record_ref& rec);  // inlined into run(), as hand_over
+  [[gnu::always_inline]] inline void dispatch(const record_ref& rec);  // inlined into run(), as hand_over
 
   // Hands a record to one consumer and counts what came of it; true when it was delivered. Inlined
   // into the reader's loop: a call per record more cost 16 B streams ~10 % (docs/performance.md).
-  [[gnu::always_inline]] bool hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call, const record_stamp& stamp,
+  [[gnu::always_inline]] inline bool hand_over(consumer_entry& entry, const record_ref& rec, std::uint32_t id, bool is_call, const record_stamp& stamp,
                  const std::byte* payload, std::size_t payload_bytes);
   // hand_over's rare outcomes, out of the reader's loop: counts, logs once, refuses a call.
   [[gnu::cold]] bool settle(delivery result, bool fits, consumer_entry& entry, const record_ref& rec,

@@ -83,9 +83,9 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       // forth for every record (two trips between the CPUs each, about 110 ns: docs/performance.md,
       // "The reader's pause after catching up"), so wait a moment and come back to whole lines.
       // Only where cpu threads produce (a GPU's writes do not take lines away from the reader),
-      // not after a call (its caller waits for the answer and may call again at once), and cut
-      // short by a caller taking a reply slot.
-      if (can_sleep && !last_was_call_) {
+      // not after a call (its caller waits for the answer and may call again at once), not on a
+      // small ring (producers could fill it meanwhile), and cut short by a caller taking a reply slot.
+      if (can_sleep && !last_was_call_ && stream_.ring->host.capacity >= catch_up_pause_min_capacity) {
         pause_after_catching_up(idle_since);
         continue;
       }

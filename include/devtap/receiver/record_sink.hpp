@@ -137,12 +137,13 @@ protected:
   /** Opens `path` for writing, or throws std::invalid_argument naming `option` (e.g. "trace_file"). */
   sink_file(const std::string& path, std::string_view option, std::size_t devices)
       : path_(path), what_(std::string(option)) {
-    what_[what_.find('_')] = ' ';  // "trace_file" -> "trace file", for the messages
+    if (const auto underscore = what_.find('_'); underscore != std::string::npos)
+      what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
+    for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
     file_ = std::fopen(path.c_str(), "wb");
     if (file_ == nullptr)
       throw std::invalid_argument("devtap: receiver_options::" + std::string(option) + ": cannot open '" + path +
                                   "' for writing: " + std::strerror(errno));
-    for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());
   }
   ~sink_file() {
     if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor

@@ -9,11 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -87,6 +87,7 @@ private:
   static void marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,
                            std::uint64_t count, std::string_view text);
   void flush(track& t, std::size_t device);  // the reader's: writes its entries as a chunk
+  static std::size_t checked_device_count(std::size_t devices);  // throws above max_recorded_devices
   void write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes);  // file_mutex_ held
 };
 
@@ -125,7 +126,7 @@ public:
   std::uint64_t cut_short_at() const noexcept { return cut_at_; }
   const std::vector<recorded_device>& devices() const noexcept { return devices_; }
   const std::vector<point_description>& points() const noexcept { return points_; }
-  const std::unordered_map<std::uint32_t, std::string>& scope_names() const noexcept { return scope_names_; }
+  const std::map<std::uint32_t, std::string>& scope_names() const noexcept { return scope_names_; }
   /** The point with this id (call flag included), or null. */
   const point_description* point(std::uint32_t id) const noexcept;
 
@@ -154,8 +155,8 @@ private:
   std::uint64_t entries_at_ = 0;  // file offset of the first chunk
   std::vector<recorded_device> devices_;
   std::vector<point_description> points_;
-  std::unordered_map<std::uint32_t, std::size_t> point_index_;  // id -> its place in points_
-  std::unordered_map<std::uint32_t, std::string> scope_names_;
+  std::map<std::uint32_t, std::size_t> point_index_;  // id -> its place in points_ (a tree: no hash to flood)
+  std::map<std::uint32_t, std::string> scope_names_;  // (a tree, as point_index_)
   std::vector<std::uint64_t> body_;  // the current chunk (8-aligned: payloads decode in place)
   std::size_t body_bytes_ = 0, body_at_ = 0;
   std::uint32_t body_device_ = 0;

@@ -35,10 +35,18 @@ struct word_appender {
   }
 };
 
+DEVTAP_FUNC std::size_t recording_writer::checked_device_count(std::size_t devices) {
+  if (devices > max_recorded_devices)  // a replay would refuse the file: refuse it before it is written
+    throw std::invalid_argument("devtap: receiver_options::record_file: a recording holds at most " +
+                                std::to_string(max_recorded_devices) + " devices; this receiver has " +
+                                std::to_string(devices));
+  return devices;
+}
+
 DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::string_view receiver_name,
                                                const std::vector<recorded_device>& devices, bool timestamps,
                                                std::uint64_t origin_ns)
-    : sink_file(path, "record_file", devices.size()) {
+    : sink_file(path, "record_file", checked_device_count(devices.size())) {
   std::vector<std::uint64_t> header;
   word_appender h{header};
   h.str(receiver_name);

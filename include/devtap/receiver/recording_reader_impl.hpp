@@ -140,7 +140,7 @@ DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
 }
 
 DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
-  const auto found = point_index_.find(id);  // (a map: a hostile file may define a million points)
+  const auto found = point_index_.find(id);  // (a tree: a hostile file may define a million points)
   return found == point_index_.end() ? nullptr : &points_[found->second];
 }
 

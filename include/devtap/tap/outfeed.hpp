@@ -134,7 +134,7 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   if (ring_closed(ring)) throw_closed(out.device_name());
   tap_stamp stamp{};
   if (stamp_bytes != 0) {  // taken before the claim: a tap that is dropped still uses its number (a gap)
-    stamp.time_ns = tap_clock_ns();
+    stamp.time_ns = stamp_now_ns();
     stamp.sequence = std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed);
   }
   std::uint64_t pos;

@@ -3,7 +3,6 @@
  *  and the device's sequence number — and the stamp a record carries when the receiver asks for
  *  timestamps (receiver_options::timestamps). */
 #include <devtap/config.hpp>
-#include <devtap/detail/tap_clock.hpp>
 #include <devtap/fwd.hpp>
 
 #include <chrono>
@@ -56,9 +55,13 @@ inline tap_info info_of(const device& dev, const record_stamp& stamp) {
   return tap_info{dev, time, stamp.sequence, stamp.stamped};
 }
 
-/** Now on the host's steady clock, in ns since its epoch (a cpu tap's stamp uses tap_clock_ns,
- *  the same clock read faster: detail/tap_clock.hpp). */
-inline std::uint64_t stamp_now_ns() noexcept { return steady_now_ns(); }
+/** Now on the host's steady clock, in ns since its epoch: a cpu tap's stamp. One clock for every
+ *  thread (a per-thread TSC mapping was faster but could put an effect before its cause across
+ *  threads: docs/performance.md). */
+inline std::uint64_t stamp_now_ns() noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(tap_info::clock::now().time_since_epoch()).count());
+}
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE
