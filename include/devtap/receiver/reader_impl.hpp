@@ -80,8 +80,8 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       idle_since = std::chrono::steady_clock::now();
       // Caught up with a producer that may still be writing: its next records land on the very
       // line the look at the head just read. Looking again at once would pull that line back and
-      // forth for every record (two trips between the CPUs each, about 110 ns: docs/performance.md,
-      // "The reader's pause after catching up"), so wait a moment and come back to whole lines.
+      // forth for every record (two trips between the CPUs each, about 110 ns: docs/ring.md, "The
+      // pause after catching up"), so wait a moment and come back to whole lines.
       // Only where cpu threads produce (a GPU's writes do not take lines away from the reader),
       // not after a call (its caller waits for the answer and may call again at once), not on a
       // small ring (producers could fill it meanwhile), and cut short by a caller taking a reply slot.
