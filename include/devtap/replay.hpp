@@ -42,6 +42,9 @@ public:
 struct replay_stats {
   std::uint64_t records = 0;     ///< records in the recording (every point's)
   std::uint64_t delivered = 0;   ///< handed to an attached consumer
+  /** Records of an attached point and type whose bytes do not decode as it (a damaged file: a
+   *  size or span count that does not fit, a bool neither 0 nor 1): skipped, not delivered. */
+  std::uint64_t undecodable = 0;
   std::uint64_t markers = 0;     ///< drops, losses and errors the recording marks
   std::uint64_t dropped = 0;     ///< taps the devices did not write, as the markers count them
   /** Where the recording ends mid-chunk (its writer stopped there, e.g. a crash), or 0: the records

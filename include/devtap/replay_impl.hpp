@@ -52,7 +52,9 @@ DEVTAP_FUNC replay_stats replay::run() {
                        std::size_t bytes, std::uint64_t fingerprint) {
     if (fingerprint != a.entry->fingerprint) return;  // as live: a record of another type is skipped
     try {
-      if (a.entry->deliver(device, *devices_[device], stamp, payload, bytes) == detail::delivery::delivered) ++stats.delivered;
+      const detail::delivery result = a.entry->deliver(device, *devices_[device], stamp, payload, bytes);
+      if (result == detail::delivery::delivered) ++stats.delivered;
+      if (result == detail::delivery::mismatch) ++stats.undecodable;
     } catch (...) {
       keep_failure(device, a.entry->name);
     }

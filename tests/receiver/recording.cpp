@@ -1038,3 +1038,84 @@ TEST_CASE("replay: a file of many point definitions opens with the first definit
   CHECK(stats.records == 3);
   CHECK(stats.cut_short_at == 0);
 }
+
+namespace {
+struct switched {  // a bool among raw bytes: a damaged file may hold any byte there
+  std::uint64_t marker = 0;
+  bool on = false;
+};
+struct switched_list {  // ... or inside a span's elements (the structured encoding)
+  std::uint64_t marker = 0;
+  std::span<const switched> items{};
+};
+// Where `marker` is stored in `bytes`, the first time after `from` (npos: nowhere).
+std::size_t find_marker(const std::string& bytes, std::uint64_t marker, std::size_t from = 0) {
+  return bytes.find(std::string(reinterpret_cast<const char*>(&marker), sizeof marker), from);
+}
+}  // namespace
+
+TEST_CASE("replay: a damaged bool (neither 0 nor 1) is counted undecodable, never handed to a consumer") {
+  temp_file file("bools");
+  temp_file damaged("bools-damaged");
+  constexpr std::uint64_t base = 0x5eed'0000'0000'0000ull;
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto one = rx.attach<switched>([](const switched&) {}, "one");
+    auto list = rx.attach<switched_list>([](const switched_list&) {}, "list");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (std::uint64_t i = 0; i < 4; ++i) ctx.tap(one, switched{base + i, i % 2 == 0});
+      const switched items[2] = {{base + 100, true}, {base + 101, false}};
+      ctx.tap(list, switched_list{base + 10, std::span<const switched>(items)});
+    });
+    rx.close();
+  }
+  std::string bytes = read_all(file.path);
+  // Record 1's bool becomes 2, record 2's 0xff, and the list's second element's 0x80.
+  for (const auto& [marker, value] : {std::pair{base + 1, '\x02'}, std::pair{base + 2, '\xff'}, std::pair{base + 101, '\x80'}}) {
+    const std::size_t at = find_marker(bytes, marker);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(find_marker(bytes, marker, at + 1) == std::string::npos);  // recorded once
+    bytes[at + offsetof(switched, on)] = value;
+  }
+  write_all(damaged.path, bytes);
+
+  for (const bool coroutine : {false, true}) {
+    INFO((coroutine ? "coroutine consumers" : "callable consumers"));
+    std::vector<std::uint64_t> seen;
+    std::vector<std::vector<bool>> lists;
+    devtap::replay rp(damaged.path);
+    if (coroutine) {
+      rp.attach<switched>("one", [&seen](devtap::inbox<switched> in) -> devtap::consumer<switched> {
+        while (auto s = co_await in.next()) seen.push_back(s->marker + (s->on ? 1000 : 0));
+      });
+      rp.attach<switched_list>("list", [&lists](devtap::inbox<switched_list> in) -> devtap::consumer<switched_list> {
+        while (auto l = co_await in.next()) {
+          lists.emplace_back();
+          for (const switched& s : l->items) lists.back().push_back(s.on);
+        }
+      });
+    } else {
+      rp.attach<switched>("one", [&seen](const switched& s) { seen.push_back(s.marker + (s.on ? 1000 : 0)); });
+      rp.attach<switched_list>("list", [&lists](const switched_list& l) {
+        lists.emplace_back();
+        for (const switched& s : l.items) lists.back().push_back(s.on);
+      });
+    }
+    const auto stats = rp.run();
+    CHECK(stats.records == 5);
+    CHECK(stats.delivered == 2);
+    CHECK(stats.undecodable == 3);
+    CHECK(seen == std::vector<std::uint64_t>{base + 1000, base + 3});
+    CHECK(lists.empty());
+  }
+  // The undamaged file delivers all five.
+  devtap::replay rp(file.path);
+  std::uint64_t ons = 0;
+  rp.attach<switched>("one", [&ons](const switched& s) { ons += s.on ? 1 : 0; });
+  rp.attach<switched_list>("list", [&ons](const switched_list& l) { ons += l.items.size(); });
+  const auto stats = rp.run();
+  CHECK(stats.delivered == 5);
+  CHECK(stats.undecodable == 0);
+  CHECK(ons == 2 + 2);
+}

@@ -18,11 +18,12 @@ struct fuzz_sample {
   std::span<const int> data{};
   double weight = 0;
 };
-struct fuzz_plain {  // no bool: raw bytes of a hostile file would make an invalid one (UB in the consumer)
+struct fuzz_plain {  // its bool: replay must refuse a byte other than 0 or 1 there (UBSan reads it)
   int a = 0;
   double b = 0;
   std::array<char, 5> c{};
   std::uint8_t d = 0;
+  bool e = false;
 };
 using fuzz_tagged = std::tuple<std::int16_t, std::span<const double>, char>;
 

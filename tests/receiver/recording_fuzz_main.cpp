@@ -99,7 +99,7 @@ seed record_seed(const std::string& name, std::size_t devices, bool stamped) {
         const int ints[] = {1, -2, 3, -4, 5};
         for (const std::size_t k : {std::size_t{0}, std::size_t{2}, std::size_t{5}})
           ctx.tap(samples, fuzz_sample{static_cast<int>(k), std::span<const int>(ints, k), 0.5});
-        for (int i = 0; i < 2; ++i) ctx.tap(plains, fuzz_plain{i, 1.5, {'a', 'b', '\0', '\n', 'e'}, 200});
+        for (int i = 0; i < 2; ++i) ctx.tap(plains, fuzz_plain{i, 1.5, {'a', 'b', '\0', '\n', 'e'}, 200, i == 1});
         const double doubles[] = {0.25, 0.5, 0.75};
         for (const std::size_t k : {std::size_t{0}, std::size_t{3}})
           ctx.tap(tags, fuzz_tagged{static_cast<std::int16_t>(-1), std::span<const double>(doubles, k), 'x'});
@@ -152,6 +152,7 @@ void check_seed(const seed& s) {
   expect("delivered", r.stats.delivered,
          attached_records + d * s.n_per_device * (s.stamped ? 2 : 1));  // "n" has 2 or 3 consumers
   expect("dropped", r.stats.dropped, 0);
+  expect("undecodable", r.stats.undecodable, 0);
   if (r.stats.markers < 2) fail("seed " + s.name + ": the mismatch and the unknown id left no marker");
 }
 
@@ -390,7 +391,7 @@ int main(int argc, char** argv) {
       fail("seed " + seeds[i].name + ": its chunks do not walk to the end of the file");
 
   mutator m;
-  std::uint64_t replayed = 0, refused = 0, cut = 0, delivered = 0;
+  std::uint64_t replayed = 0, refused = 0, cut = 0, delivered = 0, undecodable = 0;
   bytes_t buf;
   for (long r = 0; r < runs; ++r) {
     const std::size_t which = m.below(seeds.size());
@@ -428,7 +429,7 @@ int main(int argc, char** argv) {
     ::alarm(0);
     const fuzz_result& res = last_result();
     if (res.what == fuzz_result::outcome::replayed) {
-      ++replayed, delivered += res.stats.delivered;
+      ++replayed, delivered += res.stats.delivered, undecodable += res.stats.undecodable;
       if (res.stats.cut_short_at != 0) ++cut;
     } else {
       ++refused;
@@ -443,9 +444,10 @@ int main(int argc, char** argv) {
   const std::string largest = std::to_string(devtap_test::largest_allocation.load()) + " bytes";
 #endif
   std::printf("recording_fuzz-random: %ld inputs in %.1f s: %llu replayed (%llu cut short, %llu records delivered), "
-              "%llu refused; largest allocation while fuzzing: %s\n",
+              "%llu refused, %llu records undecodable; largest allocation while fuzzing: %s\n",
               runs, seconds, static_cast<unsigned long long>(replayed), static_cast<unsigned long long>(cut),
-              static_cast<unsigned long long>(delivered), static_cast<unsigned long long>(refused), largest.c_str());
+              static_cast<unsigned long long>(delivered), static_cast<unsigned long long>(refused),
+              static_cast<unsigned long long>(undecodable), largest.c_str());
   // The mutations must reach both ends: files that replay (the consumers decode damaged payloads)
   // and files that are refused.
   if (runs >= 1000 && (replayed < static_cast<std::uint64_t>(runs) / 20 || refused < static_cast<std::uint64_t>(runs) / 20))

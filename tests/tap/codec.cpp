@@ -341,6 +341,69 @@ TEST_CASE("decode rejects span counts that do not fit", "[codec]") {
   }
 }
 
+// A bool byte other than 0 or 1 is undefined behaviour once read: bytes from a damaged recording
+// must be refused before a consumer sees them, wherever the bool sits.
+namespace {
+struct flagged { std::int32_t n; bool on; };
+struct flags_in_span { std::uint8_t tag; std::span<const flagged> items; };
+class hidden_bool {  // opaque: its fields are private, so its bool cannot be found
+public:
+  int pad() const { return b_ ? pad_ : 0; }
+
+private:
+  bool b_ = false;
+  int pad_ = 0;
+};
+
+// Encodes v, overwrites the byte at `at` with each value 0..255, and says for which values decode
+// still accepts the bytes.
+template <class T>
+std::vector<int> accepted_bytes(const T& v, std::size_t at) {
+  const auto bytes = encode_checked(v);
+  REQUIRE(at < bytes.size());
+  std::vector<int> accepted;
+  for (int b = 0; b < 256; ++b) {
+    exact_buffer buf(bytes.size());
+    std::memcpy(buf.data(), bytes.data(), bytes.size());
+    buf.data()[at] = static_cast<std::byte>(b);
+    T out{};
+    if (decode(buf.data(), bytes.size(), out)) accepted.push_back(b);
+  }
+  return accepted;
+}
+const std::vector<int> zero_or_one = {0, 1};
+}  // namespace
+
+static_assert(devtap::detail::has_bools_v<bool> && devtap::detail::has_bools_v<const bool>);
+static_assert(devtap::detail::has_bools_v<with_c_array> && devtap::detail::has_bools_v<std::array<bool, 3>>);
+static_assert(devtap::detail::has_bools_v<std::span<const bool>> && devtap::detail::has_bools_v<flags_in_span>);
+static_assert(devtap::detail::has_bools_v<std::tuple<int, std::tuple<char, bool>>>);
+static_assert(!devtap::detail::has_bools_v<progress> && !devtap::detail::has_bools_v<record>);
+static_assert(!devtap::detail::has_bools_v<hidden_bool>, "opaque classes are not looked into");
+
+TEST_CASE("decode refuses a bool that is neither 0 nor 1, wherever it is", "[codec]") {
+  CHECK(accepted_bytes(true, 0) == zero_or_one);
+  CHECK(accepted_bytes(with_c_array{{1, 2, 3}, 4.f, true}, offsetof(with_c_array, c)) == zero_or_one);
+  CHECK(accepted_bytes(std::array<bool, 5>{true, false, true, false, true}, 3) == zero_or_one);
+  // Nested tuples (structured layout): int32 at 0, char at 4, bool at 5.
+  CHECK(accepted_bytes(std::tuple<std::int32_t, std::tuple<char, bool>>{7, {'x', true}}, 5) == zero_or_one);
+
+  const bool flags[3] = {true, false, true};
+  // The count at 0, the elements from 8.
+  CHECK(accepted_bytes(std::span<const bool>(flags), 8 + 2) == zero_or_one);
+  const std::tuple<bool, std::span<const bool>> pair{false, std::span<const bool>(flags)};
+  CHECK(accepted_bytes(pair, 0) == zero_or_one);       // the first bool
+  CHECK(accepted_bytes(pair, 8 + 8 + 1) == zero_or_one);  // an element of the span
+  const flagged items[2] = {{1, true}, {2, false}};
+  // tag at 0, the span's count at 8, its elements from 16: items[1].on at 16 + 8 + 4.
+  CHECK(accepted_bytes(flags_in_span{9, std::span<const flagged>(items)}, 16 + sizeof(flagged) + offsetof(flagged, on)) ==
+        zero_or_one);
+  // Bytes that are not bools are not checked: every value of the int beside them decodes.
+  CHECK(accepted_bytes(with_c_array{{1, 2, 3}, 4.f, true}, 1).size() == 256);
+  // Nor are an opaque class's (documented: its bools cannot be found).
+  CHECK(accepted_bytes(hidden_bool{}, 0).size() == 256);
+}
+
 TEST_CASE("random sizes and bytes never make decode read out of bounds", "[codec]") {
   std::mt19937_64 rng(12345);
   const std::vector<float> xs = {1.f, 2.f, 3.f};

@@ -159,7 +159,7 @@ constexpr bool check_consumer() {
 /** A whole value from a record's payload; nullopt when the payload does not match T. */
 template <class T>
 std::optional<T> decode_value(const std::byte* payload, std::size_t size) {
-  if constexpr (copied_on_resume_v<T>) {
+  if constexpr (copied_on_resume_v<T> && !has_bools_v<T>) {
     if (size != sizeof(T)) return std::nullopt;
     return load_raw<T>(payload);
   } else {
@@ -243,7 +243,7 @@ public:
     if constexpr (!receivable<T>) {
       return delivery::mismatch;  // rejected by check_consumer: no second error from inside <optional>
     } else if constexpr (copied_on_resume_v<T>) {
-      if (size != sizeof(T)) return delivery::mismatch;
+      if (size != sizeof(T) || (has_bools_v<T> && !bools_valid(load_raw<T>(payload)))) return delivery::mismatch;
       l.box.value = payload;  // the coroutine copies it out as it resumes (see inbox::next)
     } else if (!decode(payload, size, l.box.value.emplace())) {
       l.box.value.reset();

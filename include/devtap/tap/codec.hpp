@@ -31,30 +31,43 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-template <class... Ts>
-constexpr bool any_has_spans(type_list<Ts...>);
+// Whether Match<U>::value holds for T or for anything inside it: a span's element type, any
+// part (cv-qualifiers ignored).
+template <template <class> class Match, class... Ts>
+constexpr bool any_reaches(type_list<Ts...>);
 
-template <class T>
-constexpr bool has_spans_impl() {
-  if constexpr (shape_of<T> == shape::span) {
+template <template <class> class Match, class T>
+constexpr bool reaches() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (Match<U>::value) {
     return true;
-  } else if constexpr (has_parts(shape_of<T>)) {
-    return any_has_spans(part_types_t<T>{});
+  } else if constexpr (shape_of<U> == shape::span) {
+    return reaches<Match, typename U::element_type>();
+  } else if constexpr (has_parts(shape_of<U>)) {
+    return any_reaches<Match>(part_types_t<U>{});
   } else {
     return false;
   }
 }
 
-template <class... Ts>
-constexpr bool any_has_spans(type_list<Ts...>) {
-  return (false || ... || has_spans_impl<Ts>());
+template <template <class> class Match, class... Ts>
+constexpr bool any_reaches(type_list<Ts...>) {
+  return (false || ... || reaches<Match, Ts>());
 }
+
+template <class U>
+using is_bool = std::is_same<U, bool>;
+
+// Whether T holds a bool anywhere: bytes from outside (a recording, a device's ring) must then be
+// checked before they are read as a T, since a bool byte other than 0 or 1 is undefined behaviour.
+template <class T>
+inline constexpr bool has_bools_v = reaches<is_bool, T>();
 
 }  // namespace detail
 
 /** Whether T holds a `std::span` anywhere in its structure (then it is not sent as raw bytes). */
 template <class T>
-inline constexpr bool has_spans_v = detail::has_spans_impl<T>();
+inline constexpr bool has_spans_v = detail::reaches<detail::is_std_span, T>();
 
 namespace detail {
 
@@ -305,10 +318,35 @@ bool decode_at(const std::byte* src, std::size_t size, std::size_t& pos, T& out)
   }
 }
 
+// Whether every bool in `v` (in its parts and its spans' elements, at any depth) holds 0 or 1.
+// Reads them as unsigned char, which is defined whatever the byte; true at once without bools.
+// Opaque classes are not looked into: their bools cannot be found.
+template <class T>
+bool bools_valid(const T& v) {
+  using U = std::remove_cv_t<T>;
+  if constexpr (!has_bools_v<U>) {
+    (void)v;
+    return true;
+  } else if constexpr (std::is_same_v<U, bool>) {
+    static_assert(sizeof(bool) == 1, "devtap: bools are checked as one byte");
+    return *reinterpret_cast<const unsigned char*>(std::addressof(v)) <= 1;
+  } else if constexpr (shape_of<U> == shape::span) {
+    for (const auto& e : v)
+      if (!bools_valid(e)) return false;
+    return true;
+  } else {
+    bool ok = true;
+    auto check = [&ok](const auto& part) { ok = ok && bools_valid(part); };
+    for_each_part(v, check);
+    return ok;
+  }
+}
+
 /**
  * Decodes `size` payload bytes at `src` (8-byte aligned) into `out`; spans in `out` view the
- * payload. False, with `out` unspecified, when `size` does not match the encoding; never reads
- * outside [src, src + size). Host only.
+ * payload. False, with `out` unspecified, when `size` does not match the encoding or a bool in
+ * it is neither 0 nor 1 (bytes from a damaged recording); never reads outside [src, src + size).
+ * Host only.
  */
 template <class T>
 bool decode(const std::byte* src, std::size_t size, T& out) {
@@ -316,10 +354,10 @@ bool decode(const std::byte* src, std::size_t size, T& out) {
   if constexpr (is_raw_v<T>) {
     if (size != sizeof(T)) return false;
     std::memcpy(static_cast<void*>(std::addressof(out)), src, sizeof(T));
-    return true;
+    return bools_valid(out);
   } else {
     std::size_t pos = 0;
-    return decode_at(src, size, pos, out) && pos == size;
+    return decode_at(src, size, pos, out) && pos == size && bools_valid(out);
   }
 }
 
