@@ -59,9 +59,10 @@ public:
                           "' with no receiver attached (create a devtap::receiver for it first); nothing was written");
     return *out;
   }
-  /** Keeps a closed receiver's ring alive until the next one closes on this device (or the device
-   *  goes): a host thread still inside a tap when its receiver was destroyed touches live memory,
-   *  of a ring nobody reads, and leaves with an error. */
+  /** Keeps a closed receiver's ring alive until the next one closes on this device, and after that
+   *  while a host thread still waits inside it (a call, a tap blocked for space: detail::ring_pin),
+   *  or until the device goes: a host thread still inside a tap or call when its receiver was
+   *  destroyed touches live memory, of a ring nobody reads, and leaves with an error. */
   void retire_ring(std::shared_ptr<detail::ring_allocation> ring);
   /** Attaches a receiver's `out` (it owns it); false if another receiver already is attached. */
   bool try_attach(const outfeed* out) noexcept {
@@ -87,7 +88,7 @@ private:
   std::string name_;
   int process_index_;
   std::mutex retired_mutex_;
-  std::shared_ptr<detail::ring_allocation> retired_ring_;
+  std::vector<std::shared_ptr<detail::ring_allocation>> retired_rings_;  // the newest last
   std::atomic<const outfeed*> attached_{nullptr};  // the attached receiver's handle
 };
 

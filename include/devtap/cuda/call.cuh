@@ -40,7 +40,7 @@ template <class Req, class Rep>
 DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_point<Req, Rep>& point, const Req& request) {
   const ring_view ring = out.ring();
   if (ring.data == nullptr) return call_result<Rep>(call_errc::no_handler);
-  if ((point.id & call_id_flag) == 0 || point.receiver == 0 || point.receiver != out.receiver_id()) {
+  if (!is_call_id(point.id) || point.receiver == 0 || point.receiver != out.receiver_id()) {
     count_dropped<cuda_atomics>(ring, 1, 0);
     set_sticky<cuda_atomics>(ring, sticky_stale_point, 0);
     return call_result<Rep>(call_errc::no_handler);

@@ -149,11 +149,13 @@ DEVTAP_FUNC void device_reader::end_answers() {
 
 // inline in compiled mode too: run() is its only caller, and always_inline needs a body no link replaces.
 inline void device_reader::dispatch(const record_ref& rec) {
-  // The stamp flag counts only where this receiver asked for stamps; there, a record too short to
-  // hold one is a mismatch (its id keeps the flag: no consumer has such an id).
-  const bool stamped = state_.options.timestamps && (rec.header->consumer_id & stamped_id_flag) != 0 &&
+  // The stamp flag counts only where this receiver asked for stamps, and never on a call (calls
+  // are not stamped: its request's first bytes name the slot to answer in); where it does not
+  // count, the id keeps the flag and no consumer has such an id (a call is refused, no_handler).
+  const std::uint32_t cid = rec.header->consumer_id;
+  const bool stamped = state_.options.timestamps && (cid & (stamped_id_flag | call_id_flag)) == stamped_id_flag &&
                        rec.payload_bytes >= sizeof(tap_stamp);
-  const std::uint32_t id = stamped ? rec.header->consumer_id & ~stamped_id_flag : rec.header->consumer_id;
+  const std::uint32_t id = stamped ? cid & ~stamped_id_flag : cid;
   const bool is_call = (id & call_id_flag) != 0;
   last_was_call_ = is_call;
   record_stamp stamp{0, records_read_++, false};  // unstamped: its place in the stream as read

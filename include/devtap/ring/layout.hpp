@@ -131,6 +131,9 @@ struct ring_consumer_side {                   // host memory (pinned and mapped 
   std::uint64_t dropped_bytes = 0;
   std::uint64_t reply_slot_waits = 0;         // calls that found every reply slot taken and waited
   reply_slot replies[reply_slot_count] = {};  // answers to calls, one slot per call in flight
+  // Host threads that may wait inside this ring (a call, a tap blocked for space): a retired ring
+  // is freed only once none is left (device::retire_ring; the pin is detail::ring_pin).
+  alignas(64) std::uint32_t host_waiters = 0;
 };
 
 struct ring_view {

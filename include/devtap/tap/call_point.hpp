@@ -5,6 +5,7 @@
 #include <devtap/errors.hpp>
 #include <devtap/tap/codec.hpp>
 #include <devtap/tap/fingerprint.hpp>
+#include <devtap/tap/tap_info.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -46,6 +47,12 @@ private:
 namespace detail {
 /** Set in the consumer id of call records: the reader answers them even when no handler fits. */
 inline constexpr std::uint32_t call_id_flag = std::uint32_t{1} << 31;
+
+/** Whether a point's id can be a handler's: the call flag, and not a tap's stamp flag (a call whose
+ *  id carried both would have its request read as a stamp, and be answered in another's slot). */
+DEVTAP_HOST_DEVICE constexpr bool is_call_id(std::uint32_t id) {
+  return (id & call_id_flag) != 0 && (id & stamped_id_flag) == 0;
+}
 
 /** What `receiver::serve<Req, Rep>` asks of a reply type: a plain value the host copies into the
  *  reply slot and the caller copies out. */

@@ -15,10 +15,12 @@
 #include <devtap/tap/tap_info.hpp>
 #include <devtap/tap/tap_point.hpp>
 
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -121,6 +123,25 @@ inline bool ring_closed(const ring_view& ring) noexcept {
   return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open;
 }
 
+/** Pins a ring while a host thread may wait inside it (a call, a tap blocked for space):
+ *  device::retire_ring frees a retired ring only once no pin is left. Off the hot path only. */
+class ring_pin {
+public:
+  explicit ring_pin(const ring_view& ring) noexcept : waiters_(&ring.consumer->host_waiters) {
+    // Before this thread waits, while the receiver's close still keeps the ring (retire_ring).
+    std::atomic_ref<std::uint32_t>(*waiters_).fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~ring_pin() {
+    // After this thread's last touch of the ring; partner: retire_ring's acquire load.
+    std::atomic_ref<std::uint32_t>(*waiters_).fetch_sub(1, std::memory_order_release);
+  }
+  ring_pin(const ring_pin&) = delete;
+  ring_pin& operator=(const ring_pin&) = delete;
+
+private:
+  std::uint32_t* waiters_;
+};
+
 template <class T>
 void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view& ring = out.ring();
@@ -144,8 +165,11 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // be waiting for it (a shared or merged consumer's lock).
   const bool waits_for_itself = status != claim_status::claimed && out.policy() == overflow_policy::block &&
                                 (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id());
-  if (status != claim_status::claimed && !waits_for_itself)
+  std::optional<ring_pin> pin;  // the wait for space below may outlive the receiver
+  if (status != claim_status::claimed && !waits_for_itself) {
+    pin.emplace(ring);
     status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
+  }
   switch (status) {
     case claim_status::claimed:
       break;
@@ -182,8 +206,9 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   };
   const ring_view& ring = out.ring();
   if (!out.host_can_produce()) return fail(call_errc::kernels_only);
-  if ((point.id & call_id_flag) == 0 || point.receiver == 0 || point.receiver != out.receiver_id())
+  if (!is_call_id(point.id) || point.receiver == 0 || point.receiver != out.receiver_id())
     return fail(call_errc::no_handler);
+  const ring_pin pin(ring);  // the wait for the answer may outlive the receiver
   if (ring_closed(ring)) return fail(call_errc::closed);
   if (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id()) return fail(call_errc::reentrant);
   const std::uint64_t payload = sizeof(call_request) + encoded_size(request);
