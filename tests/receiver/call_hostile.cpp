@@ -9,10 +9,10 @@
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include "../cpu_starver.hpp"
 #include "../temp_file.hpp"
 #include <fstream>
 #include <sstream>
-#include <sched.h>
 
 #include <catch2/catch.hpp>
 
@@ -691,15 +691,8 @@ TEST_CASE("hostile call: host callers still inside a call while their receiver i
   // receiver (a normal close) and opens and closes the next receiver of the device -- which frees the
   // ring the first one retired (device::retire_ring). Then the spinner stops and the callers return
   // from their calls.
-  const bool two_cpus = std::thread::hardware_concurrency() >= 2;
-  cpu_set_t cpu0, cpu1, old_mask;
-  CPU_ZERO(&cpu0);
-  CPU_ZERO(&cpu1);
-  CPU_SET(0, &cpu0);
-  CPU_SET(1, &cpu1);
-  sched_getaffinity(0, sizeof old_mask, &old_mask);
-  if (two_cpus) sched_setaffinity(0, sizeof cpu0, &cpu0);
-  for (int round = 0; round < 5; ++round) {  // each round catches it about every other time (ASan)
+  for (int round = 0; round < 5; ++round) {  // each round caught it about every other time (ASan)
+    devtap_test::cpu_starver starver;
     auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus)});
     auto release = std::make_shared<std::atomic<bool>>(false);
     auto h = rx->serve<int, int>([release](const int& v) {
@@ -709,22 +702,14 @@ TEST_CASE("hostile call: host callers still inside a call while their receiver i
     const devtap::outfeed out = rx->outfeed(*cpus.cpu_devices()[0]);
     constexpr int callers_count = 40;
     std::atomic<int> wrong{0}, returned{0};
-    std::atomic<bool> spin{false}, spinning{false};
-    std::thread spinner([&] {
-      if (two_cpus) sched_setaffinity(0, sizeof cpu1, &cpu1);
-      while (!spin) std::this_thread::sleep_for(1ms);
-      spinning = true;
-      while (spin.load(std::memory_order_relaxed)) {
-      }
-    });
     std::vector<std::thread> callers;
     for (int t = 0; t < callers_count; ++t)
       callers.emplace_back([&, out, t] {
-        if (two_cpus) sched_setaffinity(0, sizeof cpu1, &cpu1);
-        sched_param none{};
-        sched_setscheduler(0, SCHED_IDLE, &none);
+        devtap_test::cpu_starver::starve_this_thread();
         const auto r = out.call(h, t);  // one call, made while the receiver is open
-        if (!r.ok() || *r != t) ++wrong;
+        // Answered; or, where this caller had not yet sent its request when the CPU was taken
+        // (a loaded machine), closed, as documented.
+        if (r.ok() ? *r != t : r.error() != devtap::call_errc::closed) ++wrong;
         ++returned;
       });
     auto slots_taken = [&] {
@@ -735,19 +720,15 @@ TEST_CASE("hostile call: host callers still inside a call while their receiver i
     REQUIRE(eventually([&] { return slots_taken() == callers_count; }));
     std::this_thread::sleep_for(100ms);  // committed, spun, and asleep on their bells
     CHECK(returned == 0);
-    spin = true;
-    while (!spinning) std::this_thread::yield();
-    std::this_thread::sleep_for(5ms);
+    starver.hold();
     *release = true;  // the reader answers all 40 and rings their bells; CPU 1 is the spinner's
     rx.reset();       // a normal close: every call was answered
-    { devtap::receiver next({.devices = all(cpus)}); }  // its close frees the ring rx retired
-    spin = false;
-    spinner.join();
+    { devtap::receiver next({.devices = all(cpus)}); }  // its close frees the ring rx retired, unless pinned
+    starver.let_go();
     for (auto& t : callers) t.join();
     CHECK(wrong == 0);
     CHECK(returned == callers_count);
   }
-  sched_setaffinity(0, sizeof old_mask, &old_mask);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -967,8 +948,11 @@ TEST_CASE("hostile call: handlers of two receivers that call each other's device
   CHECK(r.wait_for(200ms) == std::future_status::timeout);  // the cycle: no error, a wait
   CHECK_THROWS(a->close());  // gives up on the handler stuck in the cycle, and says so
   REQUIRE(r.wait_for(5s) == std::future_status::ready);
-  CHECK(r.get() == devtap::call_errc::closed);
-  CHECK(b_inner == static_cast<int>(devtap::call_errc::closed));  // a's close answered b's handler too
+  // closed, or answered: once a's close failed b's handler's call, the cycle unwinds and a's handler
+  // may answer before the reader is given up on.
+  const devtap::call_errc code = r.get();
+  CHECK((code == devtap::call_errc::closed || code == devtap::call_errc::none));
+  CHECK(b_inner == static_cast<int>(devtap::call_errc::closed));  // a's close failed b's handler's call
   a.reset();
   b.reset();
 }
@@ -1404,7 +1388,8 @@ TEST_CASE("hostile call: a handler that waits for device work calling back into 
   CHECK(r.wait_for(200ms) == std::future_status::timeout);  // waits: no error
   CHECK_THROWS(rx->close());  // gives up on the stuck handler, and says so
   REQUIRE(r.wait_for(5s) == std::future_status::ready);
-  CHECK(r.get().error() == devtap::call_errc::closed);
+  const devtap::call_errc code = r.get().error();  // closed, or answered once the inner call was failed
+  CHECK((code == devtap::call_errc::closed || code == devtap::call_errc::none));
   CHECK(inner_code == static_cast<int>(devtap::call_errc::closed));
   rx.reset();
 }

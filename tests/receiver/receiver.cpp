@@ -3,6 +3,8 @@
 #include <devtap/receiver/receiver.hpp>
 #include <devtap/ring/memory.hpp>
 
+#include "../cpu_starver.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -940,6 +942,45 @@ TEST_CASE("host threads blocked in a tap when the receiver is destroyed leave wi
         });
       std::this_thread::sleep_for(2ms);
     }  // destroyed while they are blocked or mid-tap (ASan: no use after free)
+    for (auto& t : tappers) t.join();
+    CHECK(finished == 8);
+  }
+}
+
+// Harder: the blocked tappers are kept off the CPU (SCHED_IDLE beside a spinner on CPU 1) while the
+// receiver is destroyed and the next one on the device opens and closes, which frees the ring the
+// first one retired unless a host thread still waits inside it (detail::ring_pin). ASan watches.
+TEST_CASE("host threads blocked in a tap outlive their receiver and its successor, touching live memory") {
+  devtap::cpu_client cpus(1);
+  auto* dev = cpus.cpu_devices()[0];
+  for (int round = 0; round < 5; ++round) {
+    devtap_test::cpu_starver starver;
+    std::atomic<int> finished{0}, blocked{0};
+    std::vector<std::thread> tappers;
+    auto rx = std::make_unique<devtap::receiver>(
+        devtap::receiver_options{.devices = all(cpus), .budget_bytes = 256, .close_timeout = 100ms});
+    std::atomic<bool> release{false};
+    auto point = rx->attach<std::uint64_t>([&release](const std::uint64_t&) {
+      while (!release) std::this_thread::sleep_for(1ms);  // holds the reader: the tiny ring fills
+    });
+    const devtap::outfeed out = rx->outfeed(*dev);
+    for (int t = 0; t < 8; ++t)
+      tappers.emplace_back([&, out, point] {
+        devtap_test::cpu_starver::starve_this_thread();
+        try {
+          blocked.fetch_add(1);  // the reader is held: the tiny ring fills, and every tapper blocks
+          for (std::uint64_t i = 0;; ++i) out.tap(point, i);
+        } catch (const devtap::outfeed_error&) {
+        }
+        finished.fetch_add(1);
+      });
+    while (blocked.load() < 8) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(50ms);  // the ring is full: they sleep, waiting for space
+    starver.hold();
+    release = true;
+    rx.reset();  // wakes the tappers, which cannot run on CPU 1 yet
+    { devtap::receiver next({.devices = all(cpus)}); }  // its close frees what rx retired, unless pinned
+    starver.let_go();
     for (auto& t : tappers) t.join();
     CHECK(finished == 8);
   }

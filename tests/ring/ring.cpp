@@ -362,6 +362,37 @@ TEST_CASE("a record above half the ring claims its padding alone, then waits for
   CHECK(pos == 256);
 }
 
+// The record's claim after a padding claimed alone waits for the reader to read that padding: a
+// reader asleep since before the padding was claimed must be rung by that claim (once found as a
+// deadlock: a call as large as the ring, under load), and by an abort, as by a commit.
+TEST_CASE("a padding claimed alone and an abort ring a sleeping reader, as a commit does") {
+  host_ring_allocation mem(256);
+  auto* words = mem.host.consumer;
+  ring_reader reader(mem.host);
+  REQUIRE(write_record(mem.producer, 1, 56, 1));  // tail at 80
+  auto first = reader.peek();
+  REQUIRE(first.kind == record_kind::data);
+  reader.release(first);
+  reader.publish();                 // the ring is empty; the reader goes to sleep
+  words->reader_sleeping = 1;       // what reader_sleep sets before it waits on the doorbell
+  std::uint64_t pos;
+  // As large as the ring: the padding (80 to 256) alone, then the record needs the padding read.
+  CHECK_FALSE(try_claim<host_atomics>(mem.producer, 256, pos));
+  CHECK(mem.producer.producer->tail == 256);
+  CHECK(words->doorbell == 1);  // rung: the reader wakes, reads the padding, publishes
+  CHECK(words->reader_sleeping == 0);
+  auto padding = reader.peek();
+  REQUIRE(padding.kind == record_kind::skip);
+  reader.release(padding);
+  reader.publish();
+  REQUIRE(try_claim<host_atomics>(mem.producer, 256, pos));
+  CHECK(pos == 256);
+  words->reader_sleeping = 1;
+  abort<host_atomics>(mem.producer, pos, 256);
+  CHECK(words->doorbell == 2);
+  CHECK(words->reader_sleeping == 0);
+}
+
 TEST_CASE("calls_in_flight sees a reply slot taken in either word, and none once all are given back") {
   host_ring_allocation mem(1024);
   const ring_view& ring = mem.producer;

@@ -45,7 +45,10 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
       pos = t + pad;
       return true;
     }
-    t += pad;  // the padding alone: now claim the record at the start of the ring
+    // The padding alone. A reader that went to sleep before this claim must wake to read it: the
+    // record's own claim below may need exactly that space, and wait for it (partner: reader_sleep).
+    ring_sleeping_reader<Atomics>(ring);
+    t += pad;  // now claim the record at the start of the ring
   }
 }
 
@@ -85,6 +88,7 @@ DEVTAP_HOST_DEVICE void abort(const ring_view& ring, std::uint64_t pos, std::uin
   h->length = static_cast<std::uint32_t>(bytes);
   // Release: the length before the stamp; partner: inspect's acquire load (read.hpp).
   typename Atomics::template shared_ref<std::uint64_t>(h->stamp).store(ring.stamp(pos, stamp_discard), Atomics::release);
+  ring_sleeping_reader<Atomics>(ring);  // as commit: a waiter for space may need the reader to skip it
 }
 
 /** Adds records a producer did not write to the ring's drop counters (host memory). */
