@@ -165,9 +165,9 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // be waiting for it (a shared or merged consumer's lock).
   const bool waits_for_itself = status != claim_status::claimed && out.policy() == overflow_policy::block &&
                                 (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id());
-  std::optional<ring_pin> pin;  // the wait for space below may outlive the receiver
+  std::optional<ring_pin> pin;  // a wait for space below may outlive the receiver
   if (status != claim_status::claimed && !waits_for_itself) {
-    pin.emplace(ring);
+    if (out.policy() == overflow_policy::block) pin.emplace(ring);  // (drop and error do not wait)
     status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
   }
   switch (status) {
