@@ -183,6 +183,17 @@ __global__ void warp_tap_divergent_kernel(devtap::outfeed out, devtap::tap_point
   devtap::warp_tap(low ? 0x0000ffffu : 0xffff0000u, out, p, std::span<const std::uint32_t>(local, low ? 20 : 40));
 }
 
+// Odd lanes hold an empty handle: the even lanes' warp_tap sends one record and does not wait in
+// a shuffle for lanes that left. Then every thread taps through a point whose id carries the call
+// flag (made by hand): never sent as a call, dropped and reported as a stale point.
+__global__ void warp_tap_mixed_kernel(devtap::outfeed out, devtap::tap_point<std::span<const std::uint32_t>> p,
+                                      devtap::tap_point<seq_rec> forged, const std::uint32_t* table) {
+  const unsigned warp = global_id() / 32, lane = threadIdx.x % 32;
+  const devtap::outfeed mine = lane % 2 == 0 ? out : devtap::outfeed{};
+  devtap::warp_tap(mine, p, std::span<const std::uint32_t>(table + warp * 64, 64));
+  out.tap(forged, seq_rec{global_id(), 0, seq_check(global_id(), 0)});
+}
+
 // ---- cases ----------------------------------------------------------------------------------
 
 // Every thread asks `calls` times (more threads than reply slots: some wait for one); a thread
@@ -490,6 +501,40 @@ HARNESS_CASE(warp_tap_divergent) {
   // one record per half-warp: lanes that arrived apart still met at the mask
   CHECK(std::all_of(short_seen.begin(), short_seen.end(), [](int n) { return n == 1; }));
   CHECK(std::all_of(long_seen.begin(), long_seen.end(), [](int n) { return n == 1; }));
+}
+
+HARNESS_CASE(warp_tap_mixed_handles) {
+  constexpr int blocks = 4, threads = 128;
+  constexpr unsigned warps = blocks * threads / 32;
+  const auto table = to_device(table_values(warps * 64));
+  devtap::receiver rx(on_gpu(1u << 20));
+  std::vector<int> seen(warps, 0);
+  std::uint64_t bad = 0, calls_seen = 0;
+  auto p = rx.attach<std::span<const std::uint32_t>>([&](std::span<const std::uint32_t> s) {
+    std::uint32_t warp = 0;  // the warp whose slice of the table starts the span
+    while (warp < warps && (s.empty() || s[0] != table_value(warp * 64))) ++warp;
+    bool ok = s.size() == 64 && warp < warps;
+    for (std::size_t k = 0; ok && k < s.size(); ++k) ok = s[k] == table_value(warp * 64 + static_cast<std::uint32_t>(k));
+    if (ok) ++seen[warp];
+    else ++bad;
+  });
+  auto q = rx.attach<seq_rec>([&](const seq_rec&) { ++calls_seen; });
+  auto ask = rx.serve<seq_rec, std::uint64_t>([&](const seq_rec&) -> std::uint64_t { ++calls_seen; return 0; });
+  const devtap::tap_point<seq_rec> forged{ask.id, q.fingerprint, q.receiver};  // a call's id on a tap
+  warp_tap_mixed_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, forged, table.get());
+  CUDA_OK(cudaGetLastError());
+  std::string message;
+  try {
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    message = e.what();
+  }
+  std::printf("  close(): %s\n", message.c_str());
+  CHECK_EQ(bad, 0u);
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  CHECK_EQ(calls_seen, 0u);
+  CHECK(message.find("tap_point of another receiver, or of none") != std::string::npos);
+  CHECK_EQ(rx.stats().devices.at(0).dropped_records, std::uint64_t{blocks * threads});
 }
 
 HARNESS_CASE(tap_after_close) {

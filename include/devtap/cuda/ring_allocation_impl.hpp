@@ -127,9 +127,15 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
   void* asks_gpu = mapped_ + probe_offset(capacity);
   void* answers_gpu = mapped_ + probe_offset(capacity) + 64;
   cudaLibrary_t library = nullptr;
+  // The probe's own stream: a probe still queued behind a GPU-filling kernel when calibration gives
+  // up must not hold up flush()'s tail copy on stream_. Destroyed at once; CUDA releases it once the
+  // probe ran (it ends at once then: asks[0] says so).
+  cudaStream_t probe_stream = nullptr;
   bool finished = false;
   try {
     cuda_current_device current(device_, device_name_);
+    cuda_check(cudaStreamCreateWithFlags(&probe_stream, cudaStreamNonBlocking), device_name_,
+               "cudaStreamCreateWithFlags (clock probe)");
     std::atomic_ref<std::uint64_t>(asks[0]).store(0, std::memory_order_relaxed);
     std::atomic_ref<std::uint64_t>(answers[0]).store(0, std::memory_order_relaxed);
     cuda_check(cudaLibraryLoadData(&library, clock_probe_ptx, nullptr, nullptr, 0, nullptr, nullptr, 0), device_name_,
@@ -137,7 +143,7 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
     cudaKernel_t kernel = nullptr;
     cuda_check(cudaLibraryGetKernel(&kernel, library, "devtap_clock_probe"), device_name_, "cudaLibraryGetKernel");
     void* args[] = {&asks_gpu, &answers_gpu};
-    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, stream_), device_name_,
+    cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, probe_stream), device_name_,
                "launching the clock probe");
     std::uint64_t best = ~std::uint64_t{0};
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);  // the probe may wait for a free SM
@@ -162,7 +168,7 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
     }
     std::atomic_ref<std::uint64_t>(asks[0]).store(~std::uint64_t{0}, std::memory_order_seq_cst);  // the probe ends
     for (int i = 0; i < 2000 && !finished; ++i) {  // at most ~2 s: a probe that never ran ends at once when it does
-      const cudaError_t status = cudaStreamQuery(stream_);
+      const cudaError_t status = cudaStreamQuery(probe_stream);
       if (status == cudaSuccess) finished = true;
       else if (status != cudaErrorNotReady) cuda_check(status, device_name_, "the clock probe");
       else std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -173,6 +179,7 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
   }
   // A library whose kernel may still be queued stays loaded (a few hundred bytes) rather than pulled from under it.
   if (library != nullptr && finished) (void)cudaLibraryUnload(library);
+  if (probe_stream != nullptr) (void)cudaStreamDestroy(probe_stream);
   if (clock_error_ns == ~std::uint64_t{0})
     log(log_level::warn, "{}: GPU timestamps not calibrated (the probe kernel did not answer within 2 s): its "
                          "stamps are the GPU's %globaltimer, not the host's clock", device_name_);

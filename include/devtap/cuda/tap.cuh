@@ -167,8 +167,9 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   const std::uint64_t payload = stamp_bytes + encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
   const std::uint64_t limit = max_record_bytes(ring.capacity);
-  // A tap_point of no receiver (id 0 would end the stream) or of another one: dropped, counted, reported.
-  const bool attached = point.id != end_of_stream_id && point.receiver == out.receiver_id();
+  // A tap_point of no receiver (id 0 would end the stream), of another one, or with a flag bit set
+  // (a call's would be answered in a slot its payload names): dropped, counted, reported.
+  const bool attached = is_tap_id(point.id) && point.receiver == out.receiver_id();
   const bool sendable = attached && bytes <= limit;
   if (!attached) {
     count_dropped<cuda_atomics>(ring, 1, bytes);
@@ -220,8 +221,11 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
 template <class T>
 __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view ring = out.ring();
+  // Lanes with an empty handle leave, and the others must not name them in a *_sync mask (every
+  // lane of a mask has to reach the call): the group shrinks to the lanes holding a ring first.
+  const unsigned holding = __ballot_sync(group, ring.data != nullptr);
   if (ring.data == nullptr) return;
-  const unsigned mask = __match_any_sync(group, reinterpret_cast<unsigned long long>(ring.data));
+  const unsigned mask = __match_any_sync(holding, reinterpret_cast<unsigned long long>(ring.data));
   const unsigned lane = lane_id();
   const unsigned leader = static_cast<unsigned>(__ffs(static_cast<int>(mask)) - 1);
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
@@ -229,7 +233,10 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
   const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
   const std::uint64_t payload = stamp_bytes + shfl_u64(mask, encoded_size(value), leader);
   const std::uint64_t bytes = record_bytes(payload);
-  const bool attached = point.id != end_of_stream_id && point.receiver == out.receiver_id();
+  // The first lane's point decides for all (it is the one committed): lanes that passed another
+  // point cannot leave the others waiting in a shuffle for them.
+  const bool attached =
+      __shfl_sync(mask, is_tap_id(point.id) && point.receiver == out.receiver_id() ? 1 : 0, static_cast<int>(leader)) != 0;
   if (!attached || bytes > max_record_bytes(ring.capacity)) {
     if (lane == leader) {
       if (!attached) {
@@ -294,10 +301,10 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
  *  as for `tap`), all copy the payload — raw values and `std::span<const U>` 8 bytes per lane and
  *  instruction, other types by the first lane — and the first commits once every lane's stores
  *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
- *  A span's pointer and size are taken from the first lane, so lanes that disagree cannot write
- *  outside the claim; a span in the first lane's local memory (an array on its stack) is copied by
- *  that lane alone. Lanes holding handles of different rings form separate groups. Called by one
- *  thread, it is a plain tap.
+ *  The point, and a span's pointer and size, are taken from the first lane, so lanes that disagree
+ *  cannot write outside the claim; a span in the first lane's local memory (an array on its stack)
+ *  is copied by that lane alone. Lanes holding handles of different rings form separate groups;
+ *  lanes holding an empty handle send nothing. Called by one thread, it is a plain tap.
  *
  *  Without a mask, the group is the lanes active at the call (`__activemask()`): lanes that
  *  diverged before it (a branch, a loop with lane-dependent trips) may arrive apart and then send

@@ -103,8 +103,7 @@ enum class tap_refusal { none, kernels_only, unattached_point, foreign_point };
 /** Whether `out` refuses a tap through a point with `id` of `receiver`, before claiming anything. */
 inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t receiver) noexcept {
   if (!out.host_can_produce()) return tap_refusal::kernels_only;
-  // Ids from attach() are small; the top two bits mark calls and stamps, so no point of a receiver has them.
-  if (id == end_of_stream_id || receiver == 0 || id >= stamped_id_flag) return tap_refusal::unattached_point;
+  if (!is_tap_id(id) || receiver == 0) return tap_refusal::unattached_point;
   if (receiver != out.receiver_id()) return tap_refusal::foreign_point;  // ids restart in every receiver
   return tap_refusal::none;
 }

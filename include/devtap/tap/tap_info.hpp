@@ -33,6 +33,11 @@ namespace detail {
 /** Set in the consumer id of a record that starts with a tap_stamp (timestamps on). */
 inline constexpr std::uint32_t stamped_id_flag = std::uint32_t{1} << 30;
 
+/** Whether a tap's point id can name an attached consumer: ids from attach() are small, 0 ends the
+ *  stream (end_of_stream_id) and the top two bits mark stamps and calls. One rule for host and device taps: a tap
+ *  whose id carried the call flag would be answered as a call, in a reply slot its payload names. */
+DEVTAP_HOST_DEVICE constexpr bool is_tap_id(std::uint32_t id) { return id != 0 && id < stamped_id_flag; }
+
 /** The first bytes of a stamped record's payload; the encoded value follows. */
 struct tap_stamp {
   std::uint64_t time_ns;   // steady_clock, since its epoch
