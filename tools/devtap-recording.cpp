@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <span>
@@ -122,6 +123,12 @@ int main(int argc, char** argv) {
                "usage: devtap-recording summary RUN.devtap\n"
                "       devtap-recording trace RUN.devtap OUT.json\n");
     return 2;
+  }
+  std::error_code same_error;  // (none: an output that does not exist yet is not the input)
+  if (is_trace && std::filesystem::equivalent(args[1], args[2], same_error)) {
+    fmt::print(stderr, "devtap-recording: the output {} is the recording itself: writing it would destroy what it reads\n",
+               args[2]);
+    return 1;
   }
   try {
     recording_reader file{std::string(args[1])};

@@ -10,6 +10,7 @@
 #include <devtap/receiver/receiver.hpp>
 
 #include "../cpu_starver.hpp"
+#include "../hostile.hpp"
 #include "../temp_file.hpp"
 #include <fstream>
 #include <sstream>
@@ -64,50 +65,9 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
-/** Aborts the whole run (naming `what`) if not disarmed within `limit`: a hang becomes a failure. */
-class watchdog {
-public:
-  watchdog(const char* what, std::chrono::milliseconds limit) : what_(what) {
-    thread_ = std::thread([this, limit] {
-      std::unique_lock lock(mutex_);
-      if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
-        std::fprintf(stderr, "\nHANG: %s did not finish within %lld ms\n", what_, static_cast<long long>(limit.count()));
-        std::fflush(stderr);
-        std::abort();
-      }
-    });
-  }
-  ~watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
-private:
-  const char* what_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-template <class F>
-bool eventually(F done, std::chrono::milliseconds limit = 5000ms) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return done();
-}
-
-struct quiet_log {
-  quiet_log() { devtap::set_log_sink([](devtap::log_level, std::string_view) {}); }
-  ~quiet_log() { devtap::set_log_sink({}); }
-};
+using devtap_test::eventually;
+using devtap_test::quiet_log;
+using devtap_test::watchdog;
 
 std::string pattern(std::size_t n) {
   std::string s(n, ' ');

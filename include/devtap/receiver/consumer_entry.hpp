@@ -39,7 +39,9 @@ inline constexpr merged_t merged{};
 
 namespace detail {
 
-enum class delivery { delivered, mismatch, failed_before, returned_before };
+// What became of a record handed to a consumer. `held`: taken by an entry that delivers it later
+// and counts the outcome itself (a merged consumer), so the reader counts nothing.
+enum class delivery { delivered, mismatch, failed_before, returned_before, held };
 
 // ---- the parameters of a callable, where they are known --------------------------------------
 // Known for a function pointer and for a class with one call operator that is not a template (a

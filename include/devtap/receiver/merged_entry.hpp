@@ -9,6 +9,7 @@
 #include <devtap/tap/tap_info.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -29,11 +30,14 @@ namespace detail {
 
 class merged_entry final : public consumer_entry {
 public:
-  /** Reports, for the device whose record it was, what the consumer threw (`error`) or that it had
-   *  returned or failed before (`result`). Called with the entry's lock held. */
+  /** Counts, for the device whose records they were, what became of them once they left the
+   *  entry: delivered (`bytes` of payload), thrown on (`error`), refused (the consumer had returned
+   *  or failed before), or lost (close() had given up). Called with the entry's lock held. */
   struct outcome_sink {
+    std::function<void(std::size_t device_index, std::size_t bytes)> delivered;
     std::function<void(std::size_t device_index, std::exception_ptr error)> failed;
     std::function<void(std::size_t device_index, delivery result)> refused;
+    std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
 
   /** `inner` is the consumer itself, made for one instance shared by `devices` devices. */
@@ -56,12 +60,12 @@ public:
   }
 
   // The record is checked and kept (its bytes copied: the ring frees them when this returns), then
-  // whatever is now in order goes out.
+  // whatever is now in order goes out; the sink counts each record's outcome when it has one.
   delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     if (!core_->inner->accepts(payload, size)) return delivery::mismatch;
     core_->hand_in(device_index, dev, stamp, payload, size);
-    return delivery::delivered;
+    return delivery::held;
   }
 
   void finish(std::size_t device_index, const device& dev) override { core_->end_of(device_index, dev); }
@@ -110,6 +114,9 @@ private:
     outcome_sink sink;
     const std::chrono::milliseconds look_every;
     bool helper_looking = false;  // the helper looks every half lag (records are held)
+    // close() is done: the consumer is not called again. Set under the lock, or without it where
+    // close() gave up waiting for a call stuck in the consumer; read under the lock before each call.
+    std::atomic<bool> closed{false};
 
     void hand_in(std::size_t device_index, const device& dev, record_stamp stamp, const std::byte* payload,
                  std::size_t size) {
@@ -117,6 +124,10 @@ private:
       // put it before everything and hold every other device back.
       if (!stamp.stamped) stamp.time_ns = stamp_now_ns();
       std::unique_lock lock(mutex);
+      if (closed.load(std::memory_order_acquire)) {  // a reader close() gave up on, blocked here till now
+        sink.lost(device_index, 1);
+        return;
+      }
       queue& q = queues[device_index];
       q.dev = &dev;
       ++q.arrivals;  // (no clock read per record: the helper tells quiet devices by their arrivals)
@@ -140,15 +151,17 @@ private:
     }
 
     // close() is done with the devices (some may have been given up on): what is held goes out now,
-    // in order, rather than after close() returned, or never.
+    // in order, and nothing after close() returns.
     void deliver_all_held() {
       // A reader close() gave up on may be stuck inside the consumer, holding the lock: try for a
-      // while, never hang (what stays held then goes out from the helper, or not at all).
+      // while, never hang. Given up, what is held is counted lost by the next holder of the lock.
       std::unique_lock lock(mutex, std::defer_lock);
       for (int i = 0; i < 200 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if (!lock.owns_lock()) return;
-      for (queue& q : queues) q.ended = true;
-      deliver_ready();
+      if (lock.owns_lock()) {
+        for (queue& q : queues) q.ended = true;
+        deliver_ready();
+      }
+      closed.store(true, std::memory_order_release);  // pairs with the acquire loads before each call
     }
 
     void wake_helper() {
@@ -164,6 +177,13 @@ private:
     // device that is neither ahead, ended nor quiet.
     void deliver_ready() {
       for (;;) {
+        if (closed.load(std::memory_order_acquire)) {  // close() gave up on a call stuck in the consumer
+          for (std::size_t d = 0; d < queues.size(); ++d) {
+            if (!queues[d].records.empty()) sink.lost(d, queues[d].records.size());
+            queues[d].records.clear();
+          }
+          return;
+        }
         std::size_t first = queues.size();
         for (std::size_t d = 0; d < queues.size(); ++d) {
           const auto& r = queues[d].records;
@@ -183,7 +203,8 @@ private:
         held& h = q.records.front();
         try {
           const delivery result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
-          if (result != delivery::delivered) sink.refused(first, result);
+          if (result == delivery::delivered) sink.delivered(first, h.size);
+          else sink.refused(first, result);
         } catch (...) {
           sink.failed(first, std::current_exception());
         }

@@ -188,8 +188,8 @@ private:
   // record: stats() and flush() see it soon enough, and the hot loop stays free of shared stores.
   void publish_counts() {
     if (delivered_records_ == 0) return;
-    add_owned(stream_.records, delivered_records_);
-    add_owned(stream_.bytes, delivered_bytes_);
+    stream_.records.fetch_add(delivered_records_, std::memory_order_relaxed);  // (a merged consumer counts from
+    stream_.bytes.fetch_add(delivered_bytes_, std::memory_order_relaxed);      // other threads)
     delivered_records_ = delivered_bytes_ = 0;
   }
 

@@ -208,6 +208,9 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
   }
   if (result == delivery::delivered) [[likely]]
     return true;
+  // A merged consumer counts what becomes of the record when it delivers it; a scope record is the
+  // exception: its reader counts it once, whichever consumers get it.
+  if (result == delivery::held) return entry.kind == point_kind::scope;
   return settle(result, true, entry, rec, id, is_call);
 }
 
@@ -238,6 +241,8 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
       return false;
     case delivery::returned_before:
       stream_.ignored.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
+      return false;
+    case delivery::held:
       return false;
   }
   return false;
@@ -283,7 +288,7 @@ DEVTAP_FUNC void device_reader::count_lost() {
   }
   reader_.publish();
   end_answers();
-  stream_.lost_at_close.store(lost, std::memory_order_relaxed);
+  stream_.lost_at_close.fetch_add(lost, std::memory_order_relaxed);  // (a merged consumer counts what it held)
   if (lost != 0) {
     log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
         state_.name, lost, stream_.device_name);

@@ -149,6 +149,11 @@ private:
       // thread must never hold the state: it could end up its last owner).
       detail::receiver_state* s = state_.get();
       detail::merged_entry::outcome_sink sink{
+          [s, scope = entry->kind == detail::point_kind::scope](std::size_t device, std::size_t bytes) {
+            if (scope) return;  // a scope record's reader counts it (hand_over)
+            s->streams[device]->records.fetch_add(1, std::memory_order_relaxed);
+            s->streams[device]->bytes.fetch_add(bytes, std::memory_order_relaxed);
+          },
           [s, consumer = entry->name](std::size_t device, std::exception_ptr e) {
             s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
             s->record_failure(*s->streams[device], consumer, std::move(e));
@@ -157,6 +162,9 @@ private:
             auto& stream = *s->streams[device];
             (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
                 .fetch_add(1, std::memory_order_relaxed);
+          },
+          [s](std::size_t device, std::uint64_t records) {
+            s->streams[device]->lost_at_close.fetch_add(records, std::memory_order_relaxed);
           }};
       const detail::point_kind kind = entry->kind;
       entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,

@@ -18,6 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -140,10 +145,25 @@ protected:
     if (const auto underscore = what_.find('_'); underscore != std::string::npos)
       what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
-    file_ = std::fopen(path.c_str(), "wb");
-    if (file_ == nullptr)
-      throw std::invalid_argument("devtap: receiver_options::" + std::string(option) + ": cannot open '" + path +
-                                  "' for writing: " + std::strerror(errno));
+    // A regular file is locked before it is emptied: a second writer of it (another receiver, or
+    // this one's other file option) is refused instead of truncating and interleaving into it. The
+    // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as before.
+    const std::string where = "devtap: receiver_options::" + std::string(option) + ": ";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+    struct ::stat info {};
+    const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      ::close(fd);
+      throw std::invalid_argument(where + "'" + path + "' is being written by another writer (a receiver's trace or " +
+                                  "record file, this one's included): " + std::strerror(error));
+    }
+    if ((regular && ::ftruncate(fd, 0) != 0) || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+      const int error = errno;
+      ::close(fd);
+      throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(error));
+    }
   }
   ~sink_file() {
     if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor

@@ -1,0 +1,75 @@
+#pragma once
+// What the hostile tests share: a watchdog that turns a hang into a failure naming the test, a
+// wait for a condition with a limit, and a log sink that keeps expected errors off the output.
+#include <devtap/log.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace devtap_test {
+
+// Aborts the whole run, naming `what`, unless destroyed within `limit`: a hang fails loudly
+// instead of eating CI's time.
+class watchdog {
+public:
+  watchdog(std::string what, std::chrono::milliseconds limit) : what_(std::move(what)) {
+    thread_ = std::thread([this, limit] {
+      std::unique_lock lock(mutex_);
+      if (!cv_.wait_for(lock, limit, [this] { return done_; })) {
+        std::fprintf(stderr, "\nHANG: %s did not finish within %lld ms\n", what_.c_str(),
+                     static_cast<long long>(limit.count()));
+        std::fflush(stderr);
+        std::abort();
+      }
+    });
+  }
+  // Named after the running test case.
+  explicit watchdog(std::chrono::milliseconds limit)
+      : watchdog(Catch::getResultCapture().getCurrentTestName(), limit) {}
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+  ~watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+private:
+  std::string what_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Polls `done` every millisecond until it holds or `limit` passes; says whether it held.
+template <class F>
+bool eventually(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// Silences devtap's log for the test's scope (errors the test provokes on purpose).
+struct quiet_log {
+  quiet_log() { devtap::set_log_sink([](devtap::log_level, std::string_view) {}); }
+  ~quiet_log() { devtap::set_log_sink({}); }
+  quiet_log(const quiet_log&) = delete;
+  quiet_log& operator=(const quiet_log&) = delete;
+};
+
+}  // namespace devtap_test
