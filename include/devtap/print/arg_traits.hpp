@@ -23,11 +23,23 @@ template <class T>
 constexpr bool is_wide_char_v = std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> || std::is_same_v<T, char16_t> ||
                                 std::is_same_v<T, char32_t>;
 
+// The integer kind of `Bytes` bytes and that signedness.
+template <std::size_t Bytes, bool Signed>
+DEVTAP_HOST_DEVICE constexpr print_kind print_integer_kind() {
+  if constexpr (Signed)
+    return Bytes == 1 ? print_kind::i8 : Bytes == 2 ? print_kind::i16 : Bytes == 4 ? print_kind::i32 : Bytes == 8 ? print_kind::i64 : print_kind::invalid;
+  else
+    return Bytes == 1 ? print_kind::u8 : Bytes == 2 ? print_kind::u16 : Bytes == 4 ? print_kind::u32 : Bytes == 8 ? print_kind::u64 : print_kind::invalid;
+}
+
 template <class T>
 DEVTAP_HOST_DEVICE constexpr print_kind print_scalar_kind() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_enum_v<U>) {
-    return print_scalar_kind<std::underlying_type_t<U>>();
+    // A number whatever the underlying type, char and bool included (docs/print.md, Arguments): a
+    // bool-based enum holds 0 or 1, sent as one unsigned byte.
+    using I = std::underlying_type_t<U>;
+    return print_integer_kind<sizeof(I), std::is_signed_v<I>>();
   } else if constexpr (std::is_same_v<U, bool>) {
     return print_kind::boolean;
   } else if constexpr (std::is_same_v<U, char>) {
@@ -35,11 +47,7 @@ DEVTAP_HOST_DEVICE constexpr print_kind print_scalar_kind() {
   } else if constexpr (is_wide_char_v<U>) {
     return print_kind::invalid;
   } else if constexpr (std::is_integral_v<U>) {
-    constexpr std::size_t s = sizeof(U);
-    if constexpr (std::is_signed_v<U>)
-      return s == 1 ? print_kind::i8 : s == 2 ? print_kind::i16 : s == 4 ? print_kind::i32 : s == 8 ? print_kind::i64 : print_kind::invalid;
-    else
-      return s == 1 ? print_kind::u8 : s == 2 ? print_kind::u16 : s == 4 ? print_kind::u32 : s == 8 ? print_kind::u64 : print_kind::invalid;
+    return print_integer_kind<sizeof(U), std::is_signed_v<U>>();
   } else if constexpr (std::is_same_v<U, float>) {
     return print_kind::f32;
   } else if constexpr (std::is_same_v<U, double>) {

@@ -25,17 +25,21 @@ inline constexpr std::uint8_t print_kind_count = 14;
 enum class print_form : std::uint8_t { scalar = 0, array = 1, span = 2 };
 
 // Largest fixed-size array argument (elements); larger data goes in a std::span.
-inline constexpr std::uint32_t print_max_extent = (1u << 22) - 1;
+inline constexpr std::uint32_t print_max_extent = 1u << 22;
 // Most arguments one print takes.
 inline constexpr std::size_t print_max_args = 64;
 
-// An argument descriptor: kind | form << 8 | extent << 10 (extent: arrays only).
+// An argument descriptor: kind | form << 8 | extent << 10 (extent: arrays only). The 22-bit field
+// holds an array's extent modulo 1 << 22: no array is empty, so 0 stands for print_max_extent, and
+// every smaller extent keeps the encoding (and the format ids) it always had.
 DEVTAP_HOST_DEVICE constexpr std::uint32_t print_desc(print_kind k, print_form f, std::uint32_t extent = 0) {
-  return static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(f) << 8) | (extent << 10);
+  return static_cast<std::uint32_t>(k) | (static_cast<std::uint32_t>(f) << 8) | ((extent & (print_max_extent - 1)) << 10);
 }
 DEVTAP_HOST_DEVICE constexpr print_kind desc_kind(std::uint32_t d) { return static_cast<print_kind>(d & 0xffu); }
 DEVTAP_HOST_DEVICE constexpr print_form desc_form(std::uint32_t d) { return static_cast<print_form>((d >> 8) & 3u); }
-DEVTAP_HOST_DEVICE constexpr std::uint32_t desc_extent(std::uint32_t d) { return d >> 10; }
+DEVTAP_HOST_DEVICE constexpr std::uint32_t desc_extent(std::uint32_t d) {
+  return desc_form(d) == print_form::array && (d >> 10) == 0 ? print_max_extent : d >> 10;
+}
 
 // Bytes (and alignment) of one element of a kind.
 DEVTAP_HOST_DEVICE constexpr std::uint32_t print_kind_size(print_kind k) {
@@ -54,7 +58,7 @@ DEVTAP_HOST_DEVICE constexpr bool print_desc_valid(std::uint32_t d) {
   if (k == 0 || k >= print_kind_count) return false;
   switch (desc_form(d)) {
     case print_form::scalar: case print_form::span: return desc_extent(d) == 0;
-    case print_form::array: return desc_extent(d) >= 1;
+    case print_form::array: return true;  // every field value is an extent of 1 to print_max_extent
   }
   return false;
 }

@@ -31,7 +31,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#if __has_include(<stdio_ext.h>)
+#  include <stdio_ext.h>  // __fpending (glibc, musl)
+#endif
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
@@ -45,6 +50,9 @@ struct print_host_state {
   std::shared_ptr<print_counters> counters;
   std::chrono::steady_clock::time_point start;
   std::mutex sink_mutex;  // callables only: a FILE locks itself per fwrite
+  // A FILE sink's lines not yet known to be out of its buffer (all devices'): what a failing flush
+  // loses. Guarded by the FILE's own lock (flockfile), so that it moves with the buffer.
+  std::uint64_t unflushed_lines = 0;
   // The receiver's trace file, when it has one: every line also goes there (device, time in ns, text).
   std::function<void(const device&, std::uint64_t, std::string_view)> trace_line;
 };
@@ -72,8 +80,13 @@ public:
   // The end of the device's stream: whatever still waits is written as unknown, the FILE flushed.
   void finish(const device& dev) {
     drain(dev, true);
-    if (state_->options.sink.callback() == nullptr && state_->options.sink.file() != nullptr)
-      std::fflush(state_->options.sink.file());
+    const print_sink& sink = state_->options.sink;
+    if (sink.callback() || sink.file() == nullptr) return;
+    std::FILE* f = sink.file();
+    flockfile(f);
+    const std::uint64_t lost = flush_locked(f) ? 0 : std::exchange(state_->unflushed_lines, 0);
+    funlockfile(f);
+    add(counters_->write_errors, lost);
   }
 
 private:
@@ -228,16 +241,53 @@ private:
         p = nl + 1;
       }
     } else if (sink.file() != nullptr) {
-      if (std::fwrite(line_.data(), 1, line_.size(), sink.file()) != line_.size())
-        bump(counters_->write_errors);
-      if (state_->options.flush_each_line) std::fflush(sink.file());
+      write_file(sink.file());
     }
     bump(counters_->lines);
   }
 
+  // One line into the FILE. A failure shows as a short fwrite, a failing fflush, or (glibc, when
+  // the flush inside fwrite fails) only as the error indicator newly set; the lines that were in
+  // the buffer are lost with it, so each failure counts every line since the buffer was last
+  // known to be empty (docs/print.md, Lines).
+  void write_file(std::FILE* f) {
+    flockfile(f);  // the count moves with the FILE's buffer, which other devices' lines share
+    const bool had_error = std::ferror(f) != 0;
+    ++state_->unflushed_lines;
+    bool ok = std::fwrite(line_.data(), 1, line_.size(), f) == line_.size() && (had_error || std::ferror(f) == 0);
+    if (ok && state_->options.flush_each_line) ok = flush_locked(f);
+    std::uint64_t lost = 0;
+    if (!ok)
+      lost = std::exchange(state_->unflushed_lines, 0);
+    else if (buffer_empty(f))
+      state_->unflushed_lines = 0;
+    funlockfile(f);
+    add(counters_->write_errors, lost);
+  }
+
+  // fflush under the FILE's lock; on success nothing is pending any more.
+  bool flush_locked(std::FILE* f) {
+    if (std::fflush(f) != 0) return false;
+    state_->unflushed_lines = 0;
+    return true;
+  }
+
+  // Whether everything written to `f` is out of its buffer (an unbuffered or line-buffered FILE after
+  // a line); without <stdio_ext.h>, known only after a flush.
+  static bool buffer_empty([[maybe_unused]] std::FILE* f) {
+#if __has_include(<stdio_ext.h>)
+    return __fpending(f) == 0;
+#else
+    return false;
+#endif
+  }
+
   // This device's reader thread is the only writer of its counters: a plain add, no locked
   // instruction per line.
-  static void bump(std::atomic<std::uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  static void bump(std::atomic<std::uint64_t>& c) { add(c, 1); }
+  static void add(std::atomic<std::uint64_t>& c, std::uint64_t n) {
+    if (n != 0) c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 
   std::shared_ptr<print_host_state> state_;
   print_device_counters* counters_;  // owned by the printer's print_counters

@@ -41,6 +41,13 @@ public:
     requires(!std::is_convertible_v<F, std::FILE*> &&
              (std::is_invocable_v<F&, std::string_view, const device&> || std::is_invocable_v<F&, std::string_view>))
   print_sink(F fn) {  // NOLINT: implicit, so `.sink = [&](std::string_view line) {...}` reads well
+    // Remembered rather than wrapped: a wrapped empty function would only fail at the first line.
+    if constexpr (is_nullable<F>::value) {
+      if (fn == nullptr) {
+        empty_callable_ = true;
+        return;
+      }
+    }
     if constexpr (std::is_invocable_v<F&, std::string_view, const device&>)
       callback_ = std::move(fn);
     else
@@ -49,10 +56,23 @@ public:
 
   std::FILE* file() const noexcept { return file_; }
   const callback_type& callback() const noexcept { return callback_; }
+  /** Why this sink cannot take lines ("a null FILE*", "an empty callable"), or nullptr when it can;
+   *  attach_print refuses such a sink with std::invalid_argument. */
+  const char* unusable() const noexcept {
+    if (callback_ || file_ != nullptr) return nullptr;
+    return empty_callable_ ? "an empty callable (an empty std::function or a null function pointer)" : "a null FILE*";
+  }
 
 private:
+  // The callables that can be empty: std::function, function and member pointers.
+  template <class F>
+  struct is_nullable : std::bool_constant<std::is_pointer_v<F> || std::is_member_pointer_v<F>> {};
+  template <class R, class... A>
+  struct is_nullable<std::function<R(A...)>> : std::true_type {};
+
   std::FILE* file_ = nullptr;
   callback_type callback_;
+  bool empty_callable_ = false;
 };
 
 /** How attach_print sets a printer up. */
