@@ -3,6 +3,8 @@
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include "../hostile.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -45,15 +47,7 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
-/** Waits until `done` or about 5 s; true if it happened. */
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 5000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return done();
-}
+using devtap_test::eventually;
 }  // namespace
 
 TEST_CASE("a cpu device's call gets its handler's answer, after every tap it made before the call") {
