@@ -72,6 +72,16 @@ __device__ inline unsigned global_id() { return blockIdx.x * blockDim.x + thread
 
 devtap::device& gpu(int i = 0) { return *devtap::devices("cuda")[static_cast<std::size_t>(i)]; }
 
+// close()'s report: what its tap_error says, or "" when it threw nothing.
+std::string close_message(devtap::receiver& rx) {
+  try {
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 devtap::receiver_options on_gpu(std::size_t budget, devtap::overflow_policy policy = devtap::overflow_policy::block) {
   devtap::receiver_options o;
   o.devices = {&gpu()};
@@ -313,12 +323,7 @@ HARNESS_CASE(oversized) {
   auto pf = rx.attach<std::span<const float>>([&](std::span<const float>) { ++spans; });
   oversized_kernel<<<1, 64>>>(rx.outfeed(gpu()), p, pf, data.get());
   CUDA_OK(cudaGetLastError());
-  std::string message;
-  try {
-    rx.close();
-  } catch (const devtap::tap_error& e) {
-    message = e.what();
-  }
+  const std::string message = close_message(rx);
   std::printf("  close(): %s\n", message.c_str());
   CHECK(message.find("refused a record of") != std::string::npos);
   CHECK(message.find("2408") != std::string::npos || message.find("2808") != std::string::npos);
@@ -419,12 +424,7 @@ void lossy(devtap::overflow_policy policy) {
   });
   order_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, per_thread, false);
   CUDA_OK(cudaGetLastError());
-  std::string message;
-  try {
-    rx.close();
-  } catch (const devtap::tap_error& e) {
-    message = e.what();
-  }
+  const std::string message = close_message(rx);
   const auto st = rx.stats().total();
   std::printf("  delivered %llu, dropped %llu (%llu bytes); close(): %s\n", static_cast<unsigned long long>(st.records),
               static_cast<unsigned long long>(st.dropped_records), static_cast<unsigned long long>(st.dropped_bytes),
@@ -523,12 +523,7 @@ HARNESS_CASE(warp_tap_mixed_handles) {
   const devtap::tap_point<seq_rec> forged{ask.id, q.fingerprint, q.receiver};  // a call's id on a tap
   warp_tap_mixed_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, forged, table.get());
   CUDA_OK(cudaGetLastError());
-  std::string message;
-  try {
-    rx.close();
-  } catch (const devtap::tap_error& e) {
-    message = e.what();
-  }
+  const std::string message = close_message(rx);
   std::printf("  close(): %s\n", message.c_str());
   CHECK_EQ(bad, 0u);
   CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));

@@ -2,6 +2,8 @@
 // whole lines in emission order per device, errors as lines, and the handles' rules.
 #include <devtap/print_host.hpp>
 
+#include "print_capture.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -18,35 +20,13 @@
 
 namespace {
 
-std::vector<devtap::device*> all(devtap::cpu_client& c) {
-  auto d = c.local_devices();
-  return {d.begin(), d.end()};
-}
+using devtap_test::all;
+using devtap_test::captured;
 
-// A callable sink that keeps every line per device.
-struct captured {
-  std::mutex mutex;
-  std::map<std::string, std::vector<std::string>> by_device;
-  std::vector<std::string> lines;
-  devtap::print_sink sink() {
-    return [this](std::string_view line, const devtap::device& dev) {
-      std::lock_guard lock(mutex);  // the printer serialises calls; this guards the test's own reads
-      by_device[dev.name()].emplace_back(line);
-      lines.emplace_back(line);
-    };
-  }
-};
-
-// Runs `fn(printer)` on one cpu device with a printer whose lines `cap` keeps; returns the lines.
+// The lines `fn(printer)` prints on one cpu device.
 template <class Fn>
 std::vector<std::string> print_lines(Fn fn, devtap::print_prefix prefix = devtap::print_prefix::none) {
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16, .name = "print-test"});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink(), .prefix = prefix});
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { fn(devtap::printer(ctx, ch)); });
-  rx.close();
-  return cap.lines;
+  return devtap_test::print_on_one_device(fn, prefix).lines;
 }
 
 enum class mode : std::uint8_t { idle = 2, busy = 7 };

@@ -7,6 +7,7 @@
 #include <devtap/print_host.hpp>
 
 #include "../hostile.hpp"
+#include "print_capture.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -35,23 +36,9 @@ namespace {
 using namespace std::chrono_literals;
 using devtap_test::watchdog;
 
-std::vector<devtap::device*> all(devtap::cpu_client& c) {
-  auto d = c.local_devices();
-  return {d.begin(), d.end()};
-}
-
-struct captured {
-  std::mutex mutex;
-  std::map<std::string, std::vector<std::string>> by_device;
-  std::vector<std::string> lines;
-  devtap::print_sink sink() {
-    return [this](std::string_view line, const devtap::device& dev) {
-      std::lock_guard lock(mutex);
-      by_device[dev.name()].emplace_back(line);
-      lines.emplace_back(line);
-    };
-  }
-};
+using devtap_test::all;
+using devtap_test::captured;
+using devtap_test::print_on_one_device;
 
 // The ring bytes of a print record whose payload (after the codec's count word) is `rest` bytes.
 constexpr std::uint64_t ring_bytes_of(std::uint64_t payload) { return devtap::detail::record_bytes(payload); }
@@ -201,29 +188,23 @@ TEST_CASE("hostile: embedded NULs and invalid UTF-8 pass through byte for byte")
       "\0"sv, "a\0b"sv, "\0\0\0\0\0\0\0\0\0"sv, "\xff\xfe"sv, "\xc3"sv, "\xc0\xaf"sv, "\xed\xa0\x80"sv,
       "\xf4\x90\x80\x80"sv, "caf\xc3\xa9"sv, "\xe2\x82"sv, "\x1b[31mred\x1b[0m"sv, "\x7f\x80\x81"sv,
       "tab\tcr\rbell\a"sv};
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     for (std::string_view t : texts) {
       devtap::print<"<{}>">(out, t);
       devtap::print<"<{:>12}|{:.3}|{:*^9}>">(out, t, t, t);
       devtap::print<"<{}>">(out, std::span<const char>(t.data(), t.size()));
     }
   });
-  rx.close();
-  REQUIRE(cap.lines.size() == texts.size() * 3);
+  REQUIRE(printed.lines.size() == texts.size() * 3);
   for (std::size_t i = 0; i < texts.size(); ++i) {
     const std::string_view t = texts[i];
     INFO("text #" << i);
-    CHECK(cap.lines[3 * i] == fmt::format("<{}>", t));
-    CHECK(cap.lines[3 * i] == "<" + std::string(t) + ">");
-    CHECK(cap.lines[3 * i + 1] == fmt::format("<{:>12}|{:.3}|{:*^9}>", t, t, t));
-    CHECK(cap.lines[3 * i + 2] == "<" + std::string(t) + ">");
+    CHECK(printed.lines[3 * i] == fmt::format("<{}>", t));
+    CHECK(printed.lines[3 * i] == "<" + std::string(t) + ">");
+    CHECK(printed.lines[3 * i + 1] == fmt::format("<{:>12}|{:.3}|{:*^9}>", t, t, t));
+    CHECK(printed.lines[3 * i + 2] == "<" + std::string(t) + ">");
   }
-  CHECK(ch.stats().format_errors == 0);
+  CHECK(printed.stats.format_errors == 0);
 }
 
 // Rule: "A `FILE*` sink gets each line with one `fwrite` (whole ...)". NUL bytes inside a line must
@@ -332,12 +313,7 @@ TEST_CASE("hostile: extremes of every scalar kind print as fmt::format prints th
   want.push_back(fmt::format("{:p} {:>20} {}", pmax, pnull, static_cast<const void*>(nullptr)));
   want.push_back(fmt::format("{} {} {}", static_cast<std::int64_t>(big::lo), static_cast<std::int64_t>(big::hi), 255));
 
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     devtap::print<"{} {} {} {} {}">(out, i64min, i64max, u64max, i32min, i16min);
     devtap::print<"{} {} {} {} {}">(out, i8min, u8max, u16max, u32max, static_cast<signed char>(-1));
     devtap::print<"{:#b} {:#o} {:#X} {:+d} {: d} {:c}">(out, i64min, i64min, u64max, 0, 0, 65);
@@ -354,14 +330,13 @@ TEST_CASE("hostile: extremes of every scalar kind print as fmt::format prints th
     devtap::print<"{:p} {:>20} {}">(out, pmax, pnull, nullptr);
     devtap::print<"{} {} {}">(out, big::lo, big::hi, s_max);
   });
-  rx.close();
-  REQUIRE(cap.lines.size() == want.size());
+  REQUIRE(printed.lines.size() == want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     INFO("line " << i);
-    CHECK(cap.lines[i] == want[i]);
+    CHECK(printed.lines[i] == want[i]);
   }
-  CHECK(ch.stats().format_errors == 0);
-  CHECK(ch.stats().malformed == 0);
+  CHECK(printed.stats.format_errors == 0);
+  CHECK(printed.stats.malformed == 0);
 }
 
 // Rule: "`T[N]`, `std::array<T, N>` of the above | in the record | a range: `[1, 2, 3]`, `{::#x}`,
@@ -376,12 +351,7 @@ TEST_CASE("hostile: ranges of extremes, empty spans, one-element arrays, bool ra
   const bool b3[3] = {true, false, true};
   const std::vector<std::uint64_t> many(1000, ~0ull);
   const char letters[3] = {'a', 'b', 'c'};  // a char array is text, not a range
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     devtap::print<"{} {::e} {:n}">(out, d, d, d);
     devtap::print<"{} {::#x} {::>{}}">(out, i, i, i, 22);
     devtap::print<"{} {}">(out, one, std::span<const bool>(b3));
@@ -389,16 +359,15 @@ TEST_CASE("hostile: ranges of extremes, empty spans, one-element arrays, bool ra
     devtap::print<"{:n}">(out, std::span<const std::uint64_t>(many));
     devtap::print<"{}">(out, letters);
   });
-  rx.close();
   const std::span<const double> ds(d);
   const std::span<const std::int64_t> is(i);
-  REQUIRE(cap.lines.size() == 6);
-  CHECK(cap.lines[0] == fmt::format("{} {::e} {:n}", ds, ds, ds));
-  CHECK(cap.lines[1] == fmt::format("{} {::#x} {::>22}", is, is, is));
-  CHECK(cap.lines[2] == "[true] [true, false, true]");
-  CHECK(cap.lines[3] == "[] [] ");
-  CHECK(cap.lines[4] == fmt::format("{:n}", std::span<const std::uint64_t>(many)));
-  CHECK(cap.lines[5] == "abc");
+  REQUIRE(printed.lines.size() == 6);
+  CHECK(printed.lines[0] == fmt::format("{} {::e} {:n}", ds, ds, ds));
+  CHECK(printed.lines[1] == fmt::format("{} {::#x} {::>22}", is, is, is));
+  CHECK(printed.lines[2] == "[true] [true, false, true]");
+  CHECK(printed.lines[3] == "[] [] ");
+  CHECK(printed.lines[4] == fmt::format("{:n}", std::span<const std::uint64_t>(many)));
+  CHECK(printed.lines[5] == "abc");
   (void)vb_src;
 }
 
@@ -414,13 +383,8 @@ TEST_CASE("hostile: ranges of extremes, empty spans, one-element arrays, bool ra
 // precisions "(`{:{}}`)", "`{::{}}` with a dynamic width".
 TEST_CASE("hostile: 64 arguments, manual indices in reverse, nested dynamic width and precision") {
   watchdog wd(60s);
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
   const int ints[3] = {1, -22, 333};
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       devtap::print<F64_AUTO>(out, (I % 3 == 0 ? std::int64_t(I) * -1000000007LL : std::int64_t(I))...);
       devtap::print<F64_MANUAL>(out, static_cast<std::uint8_t>(I)...);
@@ -434,7 +398,6 @@ TEST_CASE("hostile: 64 arguments, manual indices in reverse, nested dynamic widt
     devtap::print<"{:{}}|{:.{}}|{:{}.{}}">(out, 7, static_cast<std::uint8_t>(3), 1.0 / 3, 2LL, std::string_view("xyz"),
                                            static_cast<short>(5), 2u);
   });
-  rx.close();
   std::string w0, w1, w2;
   for (std::size_t i = 0; i < 64; ++i) {
     w0 += (i ? " " : "") + fmt::format("{}", i % 3 == 0 ? std::int64_t(i) * -1000000007LL : std::int64_t(i));
@@ -447,15 +410,15 @@ TEST_CASE("hostile: 64 arguments, manual indices in reverse, nested dynamic widt
     }
   }
   const std::span<const int> is(ints);
-  REQUIRE(cap.lines.size() == 7);
-  CHECK(cap.lines[0] == w0);
-  CHECK(cap.lines[1] == w1);
-  CHECK(cap.lines[2] == w2);
-  CHECK(cap.lines[3] == fmt::format("{:>{}.{}f}|{:<{}.{}e}|", 3.14159, 12, 3, -2.5, 14, 2));
-  CHECK(cap.lines[4] == fmt::format("{0:>{1}.{2}f}|{0:<{1}.{2}e}|{1}|{2}", 2.71828, 10, 4));
-  CHECK(cap.lines[5] == fmt::format("{:*^{}.{}}|{::>{}}|{:n:<5}", "abcdefgh", 9, 3, is, 5, is));
-  CHECK(cap.lines[6] == fmt::format("{:{}}|{:.{}}|{:{}.{}}", 7, 3, 1.0 / 3, 2LL, "xyz", 5, 2u));
-  CHECK(ch.stats().format_errors == 0);
+  REQUIRE(printed.lines.size() == 7);
+  CHECK(printed.lines[0] == w0);
+  CHECK(printed.lines[1] == w1);
+  CHECK(printed.lines[2] == w2);
+  CHECK(printed.lines[3] == fmt::format("{:>{}.{}f}|{:<{}.{}e}|", 3.14159, 12, 3, -2.5, 14, 2));
+  CHECK(printed.lines[4] == fmt::format("{0:>{1}.{2}f}|{0:<{1}.{2}e}|{1}|{2}", 2.71828, 10, 4));
+  CHECK(printed.lines[5] == fmt::format("{:*^{}.{}}|{::>{}}|{:n:<5}", "abcdefgh", 9, 3, is, 5, is));
+  CHECK(printed.lines[6] == fmt::format("{:{}}|{:.{}}|{:{}.{}}", 7, 3, 1.0 / 3, 2LL, "xyz", 5, 2u));
+  CHECK(printed.stats.format_errors == 0);
 }
 
 // Rule: "What the compiler cannot know — a dynamic width that is negative at run time — becomes an
@@ -463,13 +426,8 @@ TEST_CASE("hostile: 64 arguments, manual indices in reverse, nested dynamic widt
 // included". Widths/precisions out of int range, negative precisions, a huge unsigned width.
 TEST_CASE("hostile: dynamic widths and precisions out of range at run time are error lines") {
   watchdog wd(60s);
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
   const std::int64_t huge = std::int64_t{1} << 40;
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     devtap::print<"[{:{}}]">(out, 1, huge);                                   // 0: too big
     devtap::print<"[{:.{}f}]">(out, 1.5, -1);                                 // 1: negative precision
     devtap::print<"[{:{}}]">(out, 1, std::numeric_limits<std::int64_t>::min());  // 2
@@ -478,16 +436,15 @@ TEST_CASE("hostile: dynamic widths and precisions out of range at run time are e
     devtap::print<"[{::{}}]">(out, std::array<int, 2>{1, 2}, -3);             // 5: range element width
     devtap::print<"ok {}">(out, 5);                                           // 6
   });
-  rx.close();
-  REQUIRE(cap.lines.size() == 7);
+  REQUIRE(printed.lines.size() == 7);
   for (int i = 0; i < 6; ++i) {
-    INFO("line " << i << ": " << cap.lines[static_cast<std::size_t>(i)]);
-    CHECK(cap.lines[static_cast<std::size_t>(i)].starts_with("devtap::print: cannot format \""));
+    INFO("line " << i << ": " << printed.lines[static_cast<std::size_t>(i)]);
+    CHECK(printed.lines[static_cast<std::size_t>(i)].starts_with("devtap::print: cannot format \""));
   }
-  CHECK(cap.lines[0] == fmt::format("devtap::print: cannot format \"[{{:{{}}}}]\": number is too big; arguments: 1, {}", huge));
-  CHECK(cap.lines[6] == "ok 5");
-  CHECK(ch.stats().format_errors == 6);
-  CHECK(ch.stats().lines == 7);
+  CHECK(printed.lines[0] == fmt::format("devtap::print: cannot format \"[{{:{{}}}}]\": number is too big; arguments: 1, {}", huge));
+  CHECK(printed.lines[6] == "ok 5");
+  CHECK(printed.stats.format_errors == 6);
+  CHECK(printed.stats.lines == 7);
 }
 
 // Rule: "A trailing `\n` in the format is optional; a text with inner newlines is several lines,
@@ -495,21 +452,15 @@ TEST_CASE("hostile: dynamic widths and precisions out of range at run time are e
 // argument are undocumented: treated here as inner newlines of the text.
 TEST_CASE("hostile: newlines from arguments, empty inner lines, and the prefix on each") {
   watchdog wd(60s);
-  devtap::cpu_client cpus(1);
-  captured cap;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
-  auto ch = devtap::attach_print(rx, {.sink = cap.sink(), .prefix = devtap::print_prefix::device});
-  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-    devtap::printer out(ctx, ch);
+  const auto printed = print_on_one_device([&](devtap::printer out) {
     devtap::print<"{}">(out, std::string_view("a\nb"));
     devtap::print<"\n">(out);
     devtap::print<"x\n\ny\n">(out);
     devtap::print<"{}|">(out, std::string_view("\n"));
-  });
-  rx.close();
-  CHECK(cap.lines == std::vector<std::string>{"[cpu:0] a", "[cpu:0] b", "[cpu:0] ", "[cpu:0] x", "[cpu:0] ",
+  }, devtap::print_prefix::device);
+  CHECK(printed.lines == std::vector<std::string>{"[cpu:0] a", "[cpu:0] b", "[cpu:0] ", "[cpu:0] x", "[cpu:0] ",
                                               "[cpu:0] y", "[cpu:0] ", "[cpu:0] |"});
-  CHECK(ch.stats().lines == 4);
+  CHECK(printed.stats.lines == 4);
 }
 
 // ---------------------------------------------------------------------------------------------

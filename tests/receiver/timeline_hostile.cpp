@@ -92,6 +92,15 @@ void check_identity(const devtap::device_stats& s, std::uint64_t tapped) {
         tapped);
 }
 
+// A recording of one cpu device's one tap, for the CLI to read.
+void record_one_tap(const std::string& path) {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .record_file = path});
+  auto v = rx.attach<int>([](const int&) {}, "v");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(v, 1); });
+  rx.close();
+}
+
 // meson names the tool it built; one named but missing is a failure, not a skip.
 std::string tool_path() {
   const char* env = std::getenv("DEVTAP_RECORDING_TOOL");
@@ -1115,13 +1124,7 @@ TEST_CASE("hostile cli: bad usage is 2; a missing recording or an unwritable out
     return;
   }
   temp_file record("hostile-cli.devtap");
-  {
-    devtap::cpu_client cpus(1);
-    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .record_file = record.path});
-    auto v = rx.attach<int>([](const int&) {}, "v");
-    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(v, 1); });
-    rx.close();
-  }
+  record_one_tap(record.path);
   CHECK(run_tool("") == 2);
   CHECK(run_tool("summary") == 2);
   CHECK(run_tool("summary " + record.path + " extra") == 2);
@@ -1142,18 +1145,17 @@ TEST_CASE("hostile cli: trace with the output path equal to the input does not d
     return;
   }
   temp_file record("hostile-cli-same.devtap");
-  {
-    devtap::cpu_client cpus(1);
-    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .record_file = record.path});
-    auto v = rx.attach<int>([](const int&) {}, "v");
-    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(v, 1); });
-    rx.close();
-  }
+  record_one_tap(record.path);
   const std::string before = read_all(record.path);
-  std::string text;
-  const int same = run_tool("trace " + record.path + " " + record.path, &text);
-  INFO("trace into its own input: exit " << same << ": " << text);
-  const bool intact = read_all(record.path) == before;
-  CHECK(same != 0);
-  CHECK(intact);
+  // The same file under other names too: a path through "." and a hard link.
+  const std::filesystem::path p(record.path);
+  temp_file link("hostile-cli-link.devtap");
+  std::filesystem::create_hard_link(p, link.path);
+  for (const std::string& out : {record.path, (p.parent_path() / "." / p.filename()).string(), link.path}) {
+    std::string text;
+    const int same = run_tool("trace " + record.path + " " + out, &text);
+    INFO("trace into its own input as " << out << ": exit " << same << ": " << text);
+    CHECK(same == 1);
+    CHECK(read_all(record.path) == before);
+  }
 }
