@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -905,6 +906,51 @@ TEST_CASE("hostile: a FILE with a tiny buffer that takes everything has no write
   CHECK(newlines == 4000);
   std::fclose(file);
 }
+
+#ifdef __GLIBC__
+// Rule: each failure counts "the printer's lines that may still be in the buffer ... at most a
+// buffer's worth of lines plus one". A FILE (fopencookie) that takes its first 6000 bytes and then
+// fails: the lines it never got are all counted, and no more than a buffer's worth besides.
+TEST_CASE("hostile: a FILE that fails mid-run counts the lines it lost, not every line before") {
+  watchdog wd(60s);
+  struct budget {
+    std::size_t left;
+    std::string got;
+  } taken{6000, {}};
+  cookie_io_functions_t io{};
+  io.write = [](void* cookie, const char* data, std::size_t n) -> ssize_t {
+    auto& b = *static_cast<budget*>(cookie);
+    if (n > b.left) {
+      errno = ENOSPC;
+      return -1;
+    }
+    b.left -= n;
+    b.got.append(data, n);
+    return static_cast<ssize_t>(n);
+  };
+  std::FILE* file = fopencookie(&taken, "w", io);
+  REQUIRE(file != nullptr);
+  constexpr std::size_t buffer = 512, line = 16;  // "line 0000000000\n"
+  static char space[buffer];  // (glibc takes a size only with a buffer)
+  std::setvbuf(file, space, _IOFBF, buffer);
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto ch = devtap::attach_print(rx, {.sink = file});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    for (int i = 0; i < 1000; ++i) devtap::print<"line {:010}">(out, i);
+  });
+  rx.close();
+  std::fclose(file);
+  const std::size_t received = taken.got.size() / line;  // whole lines the FILE passed on
+  INFO("received " << received << " lines, write_errors " << ch.stats().write_errors);
+  CHECK(taken.got.size() % line == 0);
+  CHECK(received > 0);
+  CHECK(received < 1000);
+  CHECK(ch.stats().write_errors >= 1000 - received);
+  CHECK(ch.stats().write_errors <= 1000 - received + buffer / line + 1);
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // No printer, the wrong printer

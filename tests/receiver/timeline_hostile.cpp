@@ -379,6 +379,40 @@ TEST_CASE("hostile merged: a merged coroutine that returns early is not also cou
   check_identity(st, 10);
 }
 
+TEST_CASE("hostile merged: a merged coroutine that throws at its stream's end is reported, no record counted as failed",
+          "[merged]") {
+  // outfeed.md: the identity; timeline.md: a record counts once, when it leaves the hold. A throw
+  // after the last record loses no record: close() reports it, consumer_errors stays 0.
+  watchdog dog("hostile merged: throw at the end", 30s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 2ms});
+  int seen = 0;
+  auto point = rx.attach<int>(
+      [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+        while (auto v = co_await in.next()) ++seen;
+        throw std::runtime_error("at the end");
+      },
+      devtap::merged, "ends badly");
+  for (auto* dev : cpus.cpu_devices())
+    dev->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 10; ++i) ctx.tap(point, i);
+    });
+  try {
+    rx.close();
+    FAIL("close() did not report the throw");
+  } catch (const devtap::tap_error& e) {
+    CHECK(std::string(e.what()).find("at the end") != std::string::npos);
+  }
+  CHECK(seen == 20);
+  const auto st = rx.stats();
+  for (const auto& d : st.devices) {
+    CHECK(d.consumer_errors == 0u);
+    CHECK(d.records == 10u);
+    check_identity(d, 10);
+  }
+}
+
 TEST_CASE("hostile merged: close/flush from a merged consumer throw logic_error, also from the helper", "[merged]") {
   // timeline.md: "flush(), barrier(), close() from it throw logic_error, as from any consumer."
   watchdog dog("hostile merged: close from consumer", 60s);

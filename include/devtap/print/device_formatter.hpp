@@ -50,9 +50,11 @@ struct print_host_state {
   std::shared_ptr<print_counters> counters;
   std::chrono::steady_clock::time_point start;
   std::mutex sink_mutex;  // callables only: a FILE locks itself per fwrite
-  // A FILE sink's lines not yet known to be out of its buffer (all devices'): what a failing flush
-  // loses. Guarded by the FILE's own lock (flockfile), so that it moves with the buffer.
-  std::uint64_t unflushed_lines = 0;
+  // A FILE sink's lines (their bytes, oldest first; all devices') not yet known to be out of its
+  // buffer: what a failing flush loses. Guarded by the FILE's own lock (flockfile), so that it
+  // moves with the buffer.
+  std::deque<std::size_t> unflushed_lines;
+  std::size_t unflushed_bytes = 0;
   // The receiver's trace file, when it has one: every line also goes there (device, time in ns, text).
   std::function<void(const device&, std::uint64_t, std::string_view)> trace_line;
 };
@@ -84,7 +86,7 @@ public:
     if (sink.callback() || sink.file() == nullptr) return;
     std::FILE* f = sink.file();
     flockfile(f);
-    const std::uint64_t lost = flush_locked(f) ? 0 : std::exchange(state_->unflushed_lines, 0);
+    const std::uint64_t lost = flush_locked(f) ? 0 : take_unflushed();
     funlockfile(f);
     add(counters_->write_errors, lost);
   }
@@ -247,20 +249,18 @@ private:
   }
 
   // One line into the FILE. A failure shows as a short fwrite, a failing fflush, or (glibc, when
-  // the flush inside fwrite fails) only as the error indicator newly set; the lines that were in
-  // the buffer are lost with it, so each failure counts every line since the buffer was last
-  // known to be empty (docs/print.md, Lines).
+  // the flush inside fwrite fails) only as the error indicator newly set; the lines still in the
+  // buffer are lost with it, so each failure counts the lines that may still be there, this one
+  // included (docs/print.md, Lines).
   void write_file(std::FILE* f) {
-    flockfile(f);  // the count moves with the FILE's buffer, which other devices' lines share
+    flockfile(f);  // the lines move with the FILE's buffer, which other devices' lines share
     const bool had_error = std::ferror(f) != 0;
-    ++state_->unflushed_lines;
+    state_->unflushed_lines.push_back(line_.size());
+    state_->unflushed_bytes += line_.size();
     bool ok = std::fwrite(line_.data(), 1, line_.size(), f) == line_.size() && (had_error || std::ferror(f) == 0);
     if (ok && state_->options.flush_each_line) ok = flush_locked(f);
-    std::uint64_t lost = 0;
-    if (!ok)
-      lost = std::exchange(state_->unflushed_lines, 0);
-    else if (buffer_empty(f))
-      state_->unflushed_lines = 0;
+    const std::uint64_t lost = ok ? 0 : take_unflushed();
+    if (ok) forget_written(f);
     funlockfile(f);
     add(counters_->write_errors, lost);
   }
@@ -268,17 +268,28 @@ private:
   // fflush under the FILE's lock; on success nothing is pending any more.
   bool flush_locked(std::FILE* f) {
     if (std::fflush(f) != 0) return false;
-    state_->unflushed_lines = 0;
+    state_->unflushed_lines.clear();
+    state_->unflushed_bytes = 0;
     return true;
   }
 
-  // Whether everything written to `f` is out of its buffer (an unbuffered or line-buffered FILE after
-  // a line); without <stdio_ext.h>, known only after a flush.
-  static bool buffer_empty([[maybe_unused]] std::FILE* f) {
+  std::uint64_t take_unflushed() {
+    const std::uint64_t n = state_->unflushed_lines.size();
+    state_->unflushed_lines.clear();
+    state_->unflushed_bytes = 0;
+    return n;
+  }
+
+  // Drops the lines that have left the buffer: the buffer holds the last __fpending bytes written,
+  // so a line wholly before those is out. Without <stdio_ext.h>, lines leave only at a flush.
+  void forget_written([[maybe_unused]] std::FILE* f) {
 #if __has_include(<stdio_ext.h>)
-    return __fpending(f) == 0;
-#else
-    return false;
+    const std::size_t pending = __fpending(f);
+    auto& lines = state_->unflushed_lines;
+    while (!lines.empty() && state_->unflushed_bytes - lines.front() >= pending) {
+      state_->unflushed_bytes -= lines.front();
+      lines.pop_front();
+    }
 #endif
   }
 

@@ -31,11 +31,12 @@ namespace detail {
 class merged_entry final : public consumer_entry {
 public:
   /** Counts, for the device whose records they were, what became of them once they left the
-   *  entry: delivered (`bytes` of payload), thrown on (`error`), refused (the consumer had returned
-   *  or failed before), or lost (close() had given up). Called with the entry's lock held. */
+   *  entry: delivered (`bytes` of payload), thrown on (`error`; `at_end`: thrown at the stream's
+   *  end, with no record lost), refused (the consumer had returned or failed before), or lost
+   *  (close() had given up). Called with the entry's lock held. */
   struct outcome_sink {
     std::function<void(std::size_t device_index, std::size_t bytes)> delivered;
-    std::function<void(std::size_t device_index, std::exception_ptr error)> failed;
+    std::function<void(std::size_t device_index, std::exception_ptr error, bool at_end)> failed;
     std::function<void(std::size_t device_index, delivery result)> refused;
     std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
@@ -55,9 +56,15 @@ public:
 
   ~merged_entry() override {
     helper_.request_stop();
+    if (helper_.get_id() == std::this_thread::get_id()) {
+      // Destroyed by user code the helper runs (it holds the lock): the sink's counters go with the
+      // receiver, so the helper counts nothing more and leaves once that call returns.
+      core_->orphaned.store(true, std::memory_order_release);
+      helper_.detach();
+      return;
+    }
     core_->wake_helper();
-    if (helper_.get_id() == std::this_thread::get_id()) helper_.detach();  // else ~jthread joins it
-  }
+  }  // (~jthread joins the helper)
 
   // The record is checked and kept (its bytes copied: the ring frees them when this returns), then
   // whatever is now in order goes out; the sink counts each record's outcome when it has one.
@@ -117,6 +124,8 @@ private:
     // close() is done: the consumer is not called again. Set under the lock, or without it where
     // close() gave up waiting for a call stuck in the consumer; read under the lock before each call.
     std::atomic<bool> closed{false};
+    std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
+    std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves
 
     void hand_in(std::size_t device_index, const device& dev, record_stamp stamp, const std::byte* payload,
                  std::size_t size) {
@@ -153,10 +162,15 @@ private:
     // close() is done with the devices (some may have been given up on): what is held goes out now,
     // in order, and nothing after close() returns.
     void deliver_all_held() {
-      // A reader close() gave up on may be stuck inside the consumer, holding the lock: try for a
-      // while, never hang. Given up, what is held is counted lost by the next holder of the lock.
+      // A reader close() gave up on may be stuck inside the consumer, holding the lock: wait while
+      // calls keep returning (the helper may be busy delivering), give up once none has for 200 ms,
+      // never hang. Given up, what is held is counted lost by the next holder of the lock.
       std::unique_lock lock(mutex, std::defer_lock);
-      for (int i = 0; i < 200 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::uint64_t seen = calls_returned.load(std::memory_order_relaxed);
+      for (int still = 0; still < 200 && !lock.try_lock(); ++still) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
+      }
       if (lock.owns_lock()) {
         for (queue& q : queues) q.ended = true;
         deliver_ready();
@@ -201,13 +215,18 @@ private:
         if (!may_go) break;
         queue& q = queues[first];
         held& h = q.records.front();
+        delivery result = delivery::delivered;
+        std::exception_ptr error;
         try {
-          const delivery result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
-          if (result == delivery::delivered) sink.delivered(first, h.size);
-          else sink.refused(first, result);
+          result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
         } catch (...) {
-          sink.failed(first, std::current_exception());
+          error = std::current_exception();
         }
+        calls_returned.fetch_add(1, std::memory_order_relaxed);
+        if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
+        if (error) sink.failed(first, error, false);
+        else if (result == delivery::delivered) sink.delivered(first, h.size);
+        else sink.refused(first, result);
         q.records.pop_front();
       }
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
@@ -217,8 +236,10 @@ private:
         try {
           inner->finish(d, *q.dev);
         } catch (...) {
-          sink.failed(d, std::current_exception());
+          if (orphaned.load(std::memory_order_acquire)) return;
+          sink.failed(d, std::current_exception(), true);
         }
+        if (orphaned.load(std::memory_order_acquire)) return;
       }
     }
 
@@ -239,6 +260,7 @@ private:
           q.arrivals_looked = q.arrivals;
         }
         deliver_ready();
+        if (orphaned.load(std::memory_order_acquire)) return;
       }
     }
   };

@@ -174,8 +174,10 @@ inline void device_reader::dispatch(const record_ref& rec) {
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
     bool delivered = false;
-    for (consumer_entry* scope_consumer : scope_consumers_)
+    for (consumer_entry* scope_consumer : scope_consumers_) {
+      if (stream_.abandoned.load(std::memory_order_acquire)) break;  // close() gave up during the last one
       delivered = hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes) || delivered;
+    }
     if (delivered) ++delivered_records_, delivered_bytes_ += payload_bytes;
     return;
   }

@@ -148,14 +148,15 @@ private:
       // A raw pointer: the state owns the entry, so it outlives every call of these (and the helper
       // thread must never hold the state: it could end up its last owner).
       detail::receiver_state* s = state_.get();
+      const bool scope = entry->kind == detail::point_kind::scope;
       detail::merged_entry::outcome_sink sink{
-          [s, scope = entry->kind == detail::point_kind::scope](std::size_t device, std::size_t bytes) {
+          [s, scope](std::size_t device, std::size_t bytes) {
             if (scope) return;  // a scope record's reader counts it (hand_over)
             s->streams[device]->records.fetch_add(1, std::memory_order_relaxed);
             s->streams[device]->bytes.fetch_add(bytes, std::memory_order_relaxed);
           },
-          [s, consumer = entry->name](std::size_t device, std::exception_ptr e) {
-            s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
+          [s, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end) {
+            if (!at_end) s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
             s->record_failure(*s->streams[device], consumer, std::move(e));
           },
           [s](std::size_t device, detail::delivery result) {
@@ -163,7 +164,8 @@ private:
             (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
                 .fetch_add(1, std::memory_order_relaxed);
           },
-          [s](std::size_t device, std::uint64_t records) {
+          [s, scope](std::size_t device, std::uint64_t records) {
+            if (scope) return;  // counted by its reader, as delivered
             s->streams[device]->lost_at_close.fetch_add(records, std::memory_order_relaxed);
           }};
       const detail::point_kind kind = entry->kind;

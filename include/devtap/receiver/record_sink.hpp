@@ -147,23 +147,25 @@ protected:
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
     // A regular file is locked before it is emptied: a second writer of it (another receiver, or
     // this one's other file option) is refused instead of truncating and interleaving into it. The
-    // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as before.
+    // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
+    // before; a file system without flock (some cluster, FUSE or network mounts) goes unlocked.
     const std::string where = "devtap: receiver_options::" + std::string(option) + ": ";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+    const auto refuse = [&](bool locked_by_another) {
+      const int error = errno;  // before anything else can change it
+      ::close(fd);
+      throw std::invalid_argument(where +
+                                  (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
+                                                                    "trace or record file, this one's included): "
+                                                     : "cannot open '" + path + "' for writing: ") +
+                                  std::strerror(error));
+    };
     struct ::stat info {};
-    const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
-    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int error = errno;
-      ::close(fd);
-      throw std::invalid_argument(where + "'" + path + "' is being written by another writer (a receiver's trace or " +
-                                  "record file, this one's included): " + std::strerror(error));
-    }
-    if ((regular && ::ftruncate(fd, 0) != 0) || (file_ = ::fdopen(fd, "wb")) == nullptr) {
-      const int error = errno;
-      ::close(fd);
-      throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(error));
-    }
+    if (::fstat(fd, &info) != 0) refuse(false);
+    const bool regular = S_ISREG(info.st_mode);
+    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
+    if ((regular && ::ftruncate(fd, 0) != 0) || (file_ = ::fdopen(fd, "wb")) == nullptr) refuse(false);
   }
   ~sink_file() {
     if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor
