@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::format of spans, for the expected lines (print_host.hpp need not include it)
 
 #include <algorithm>
 #include <array>
