@@ -49,10 +49,10 @@ struct print_host_state {
   print_options options;
   std::shared_ptr<print_counters> counters;
   std::chrono::steady_clock::time_point start;
-  std::mutex sink_mutex;  // callables only: a FILE locks itself per fwrite
+  std::mutex sink_mutex;  // devices take turns at the sink (a FILE's line and its bookkeeping below)
   // A FILE sink's lines (their bytes, oldest first; all devices') not yet known to be out of its
-  // buffer: what a failing flush loses. Guarded by the FILE's own lock (flockfile), so that it
-  // moves with the buffer.
+  // buffer: what a failing flush loses. Guarded by sink_mutex, held across each write so that it
+  // moves with the buffer (not flockfile: TSan cannot see that lock).
   std::deque<std::size_t> unflushed_lines;
   std::size_t unflushed_bytes = 0;
   // The receiver's trace file, when it has one: every line also goes there (device, time in ns, text).
@@ -85,9 +85,11 @@ public:
     const print_sink& sink = state_->options.sink;
     if (sink.callback() || sink.file() == nullptr) return;
     std::FILE* f = sink.file();
-    flockfile(f);
-    const std::uint64_t lost = flush_locked(f) ? 0 : take_unflushed();
-    funlockfile(f);
+    std::uint64_t lost = 0;
+    {
+      std::lock_guard lock(state_->sink_mutex);
+      lost = flush_locked(f) ? 0 : take_unflushed();
+    }
     add(counters_->write_errors, lost);
   }
 
@@ -253,7 +255,7 @@ private:
   // buffer are lost with it, so each failure counts the lines that may still be there, this one
   // included (docs/print.md, Lines).
   void write_file(std::FILE* f) {
-    flockfile(f);  // the lines move with the FILE's buffer, which other devices' lines share
+    std::unique_lock lock(state_->sink_mutex);  // the FILE's buffer holds other devices' lines too
     const bool had_error = std::ferror(f) != 0;
     state_->unflushed_lines.push_back(line_.size());
     state_->unflushed_bytes += line_.size();
@@ -261,7 +263,7 @@ private:
     if (ok && state_->options.flush_each_line) ok = flush_locked(f);
     const std::uint64_t lost = ok ? 0 : take_unflushed();
     if (ok) forget_written(f);
-    funlockfile(f);
+    lock.unlock();
     add(counters_->write_errors, lost);
   }
 

@@ -125,7 +125,7 @@ private:
     // close() gave up waiting for a call stuck in the consumer; read under the lock before each call.
     std::atomic<bool> closed{false};
     std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
-    std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves
+    std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
 
     void hand_in(std::size_t device_index, const device& dev, record_stamp stamp, const std::byte* payload,
                  std::size_t size) {
@@ -222,7 +222,7 @@ private:
         } catch (...) {
           error = std::current_exception();
         }
-        calls_returned.fetch_add(1, std::memory_order_relaxed);
+        calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
         if (error) sink.failed(first, error, false);
         else if (result == delivery::delivered) sink.delivered(first, h.size);
@@ -233,13 +233,14 @@ private:
         queue& q = queues[d];
         if (!q.ended || q.finished || !q.records.empty() || q.dev == nullptr) continue;
         q.finished = true;
+        std::exception_ptr error;
         try {
           inner->finish(d, *q.dev);
         } catch (...) {
-          if (orphaned.load(std::memory_order_acquire)) return;
-          sink.failed(d, std::current_exception(), true);
+          error = std::current_exception();
         }
-        if (orphaned.load(std::memory_order_acquire)) return;
+        if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
+        if (error) sink.failed(d, error, true);
       }
     }
 
