@@ -864,7 +864,8 @@ TEST_CASE("hostile: a buffered FILE whose flush fails: the lost lines are counte
       WARN("no /dev/full");
       return;
     }
-    std::setvbuf(full, nullptr, _IOFBF, c.buffer);
+    std::vector<char> space(c.buffer);  // glibc honours the size only with a buffer; outlives fclose
+    std::setvbuf(full, space.data(), _IOFBF, c.buffer);
     devtap::cpu_client cpus(c.devices);
     devtap::receiver rx({.devices = all(cpus)});
     auto ch = devtap::attach_print(rx, {.sink = full, .flush_each_line = c.each});
@@ -888,7 +889,8 @@ TEST_CASE("hostile: a FILE with a tiny buffer that takes everything has no write
   watchdog wd(60s);
   std::FILE* file = std::tmpfile();
   REQUIRE(file != nullptr);
-  std::setvbuf(file, nullptr, _IOFBF, 64);
+  static char space[64];  // glibc honours the size only with a buffer
+  std::setvbuf(file, space, _IOFBF, sizeof space);
   devtap::cpu_client cpus(4);
   devtap::receiver rx({.devices = all(cpus)});
   auto ch = devtap::attach_print(rx, {.sink = file});
