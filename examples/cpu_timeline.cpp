@@ -10,6 +10,7 @@
 #include <devtap/print_host.hpp>
 #include <fmt/core.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -20,6 +21,11 @@ struct step_stats {
   int step;
   float loss;
   float grad_norm;
+};
+// The keys of a step's fields in the trace (else "0", "1", "2": C++20 cannot reflect names).
+template <>
+struct devtap::field_names<step_stats> {
+  static constexpr std::array names{"step", "loss", "grad_norm"};
 };
 
 struct seen {  // what a consumer learnt of one record: compared between the live run and the replay

@@ -4,6 +4,7 @@
 #include <devtap/receiver/consumer.hpp>
 #include <devtap/receiver/receiver.hpp>
 #include <devtap/tap/codec.hpp>
+#include <devtap/tap/field_names.hpp>
 #include <devtap/tap/fingerprint.hpp>
 #include <devtap/tap/call_point.hpp>
 #include <devtap/tap/outfeed.hpp>

@@ -340,6 +340,58 @@ json args(const T& v) {
 
 }  // namespace
 
+// Named fields (devtap::field_names): the specializations sit outside the anonymous namespace's
+// types' scope, in devtap's, as a user writes them.
+namespace named {
+struct point {
+  float x;
+  float y;
+};
+struct step {
+  int sequence;  // "sequence" is taken at the top level only: a nested type may use it
+  point where;
+};
+struct sample {
+  long step_no;
+  step inner;
+  std::array<point, 2> corners;
+  std::pair<int, int> range;  // unnamed: an array
+};
+using span_pair = std::tuple<int, double>;
+}  // namespace named
+
+template <>
+struct devtap::field_names<named::point> {
+  static constexpr std::array names{"x", "y \"quoted\" \xC3\xA9"};  // escaped as any JSON string
+};
+template <>
+struct devtap::field_names<named::step> {
+  static constexpr std::string_view names[] = {"sequence", "where"};
+};
+template <>
+struct devtap::field_names<named::sample> {
+  static constexpr std::array names{"step_no", "inner", "corners", "range"};
+};
+template <>
+struct devtap::field_names<named::span_pair> {
+  static constexpr std::array names{"count", "mean"};
+};
+
+TEST_CASE("json values: devtap::field_names keys the args and nested objects", "[json]") {
+  const named::sample v{7, {3, {1.5f, -2.0f}}, {{{0, 1}, {2, 3}}}, {4, 5}};
+  const json j = args(v);
+  INFO(j.dump());
+  const json pt = {{"x", 1.5}, {"y \"quoted\" \xC3\xA9", -2.0}};
+  CHECK(j == json{{"step_no", 7},
+                  {"inner", {{"sequence", 3}, {"where", pt}}},
+                  {"corners", json::array({json{{"x", 0.0}, {"y \"quoted\" \xC3\xA9", 1.0}},
+                                           json{{"x", 2.0}, {"y \"quoted\" \xC3\xA9", 3.0}}})},
+                  {"range", {4, 5}}});
+  CHECK(args(named::span_pair{2, 0.25}) == json{{"count", 2}, {"mean", 0.25}});
+  CHECK(value(named::span_pair{2, 0.25}) == json{{"count", 2}, {"mean", 0.25}});  // nested: an object too
+  CHECK(args(std::make_tuple(1, 2)) == json{{"0", 1}, {"1", 2}});  // other tuples keep their positions
+}
+
 TEST_CASE("json values: an aggregate's args", "[json]") {
   std::array<int, 100> ints{};
   for (int k = 0; k < 100; ++k) ints[static_cast<std::size_t>(k)] = k * 3 - 50;

@@ -64,8 +64,8 @@ def check(path: Path, args, problems: list, converted: bool) -> None:
             counts["scope"] += 1
         elif cat == "tap":
             counts["tap"] += 1
-            if not converted and not {"0", "1", "2", "sequence"} <= set(e.get("args", {})):
-                bad("lacks its fields or sequence")
+            if not converted and set(e.get("args", {})) != {"step", "loss", "grad_norm", "sequence"}:
+                bad("lacks its named fields (devtap::field_names) or its sequence")
         elif cat == "print":
             counts["print"] += 1
             if "line" not in e.get("args", {}):

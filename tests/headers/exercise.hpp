@@ -23,6 +23,15 @@ struct with_span {
   std::int32_t epoch;
   std::span<const float> values;
 };
+}  // namespace headers_check
+
+// Field names for the trace, as a user gives them (outside any namespace).
+template <>
+struct devtap::field_names<headers_check::sample> {
+  static constexpr std::array names{"step", "loss"};
+};
+
+namespace headers_check {
 
 /** A backend policy as a user writes one. */
 struct made_up_backend {

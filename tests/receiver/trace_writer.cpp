@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -49,7 +50,16 @@ struct sample {
   double value;
   std::span<const char> label;
 };
+struct named_sample {
+  int step;
+  float loss;
+};
 }  // namespace
+
+template <>
+struct devtap::field_names<named_sample> {
+  static constexpr std::array names{"step", "loss"};
+};
 
 TEST_CASE("the trace holds one named track per device and every tap with its fields, in time order") {
   const temp_file file("trace-basic");
@@ -92,6 +102,33 @@ TEST_CASE("the trace holds one named track per device and every tap with its fie
   }
   CHECK(tracks == std::map<int, std::string>{{1, "cpu:0"}, {2, "cpu:1"}, {3, "cpu:2"}, {4, "cpu:3"}});
   for (int tid = 1; tid <= 4; ++tid) CHECK(taps[tid] == 500);
+}
+
+TEST_CASE("devtap::field_names are the keys of a tap's arguments in the trace, live and beside the sequence") {
+  const temp_file file("trace-named");
+  devtap::cpu_client cpus(2);
+  {
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .trace_file = file.path});
+    auto point = rx.attach<named_sample>([](named_sample) {}, "step stats");
+    for (auto* dev : cpus.cpu_devices())
+      dev->run([point](devtap::cpu_context& ctx) {
+        for (int i = 0; i < 100; ++i) ctx.tap(point, named_sample{i, 0.25f * static_cast<float>(i)});
+      });
+    rx.close();
+  }
+  int taps = 0;
+  for (const auto& e : read_trace(file.path)) {
+    if (e["ph"] != "i") continue;
+    REQUIRE(e["name"] == "step stats");
+    const auto& a = e["args"];
+    INFO(a.dump());
+    REQUIRE(a.size() == 3);
+    const int step = a["step"].get<int>();
+    CHECK(a["loss"].get<double>() == 0.25 * step);
+    CHECK(a["sequence"].get<int>() == step);
+    ++taps;
+  }
+  CHECK(taps == 200);
 }
 
 TEST_CASE("the trace marks drops, consumer failures and unknown ids on the device's track") {

@@ -144,6 +144,8 @@ constexpr bool check_consumer() {
   else if constexpr (!std::move_constructible<T>)
     static_assert(dependent_false_v<T>, "devtap: attach<T>: T must be implicitly move or copy constructible (no explicit "
                                         "or deleted copy/move constructor): values are handed over by value");
+  else if constexpr (field_names_check<T, true>::fault != field_names_fault::none)
+    ;  // field_names_check's static_assert says what is wrong with devtap::field_names<T>
   else if constexpr (coroutine_factory<T, Fn>)
     ;  // a coroutine `consumer<T>(inbox<T>)`: its parameter type already names T
   else if constexpr (!loose_value_callable<T, Fn>)

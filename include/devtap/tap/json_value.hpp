@@ -1,10 +1,12 @@
 #pragma once
 // Tapped values as JSON, by their shape (the one classifier, detail/shape.hpp): the arguments of a
-// trace file's events. Strings and numbers are detail/json.hpp's.
+// trace file's events. Strings and numbers are detail/json.hpp's; field names are the user's
+// (tap/field_names.hpp).
 #include <devtap/config.hpp>
 #include <devtap/detail/json.hpp>
 #include <devtap/detail/shape.hpp>
 #include <devtap/tap/codec.hpp>
+#include <devtap/tap/field_names.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -23,15 +25,20 @@ inline constexpr std::size_t json_span_limit = 64;
 template <class T>
 void append_json_value(std::string& out, const T& v);
 
-// for_each_part visitor: the parts as JSON array elements, or with keys "0", "1", ... as members.
+// for_each_part visitor: the parts as JSON array elements, or as members keyed by `name` (the
+// user's field names) or else by position ("0", "1", ...).
 struct json_parts {
   std::string& out;
   bool keyed;
+  std::string_view (*name)(std::size_t) = nullptr;
   std::size_t i = 0;
   template <class P>
   void operator()(const P& part) {
     if (i != 0) out.push_back(',');
-    if (keyed) {
+    if (keyed && name != nullptr) {
+      append_json_string(out, name(i));
+      out.push_back(':');
+    } else if (keyed) {
       out.push_back('"');
       append_json_number(out, i);
       out += "\":";
@@ -40,6 +47,55 @@ struct json_parts {
     append_json_value(out, part);
   }
 };
+
+// What is wrong with U's field_names, if anything (U without cv). `top`: U is the tapped type
+// itself, whose members sit beside the trace's own "sequence".
+enum class field_names_fault { none, not_composite, count, empty, duplicate, reserved };
+
+template <class U>
+consteval field_names_fault check_field_names(bool top) {
+  if constexpr (!named_fields<U>) {
+    return field_names_fault::none;
+  } else if constexpr (shape_of<U> != shape::tuple && shape_of<U> != shape::aggregate) {
+    return field_names_fault::not_composite;
+  } else {
+    constexpr std::size_t n = std::size(field_names<U>::names);
+    if (n != part_types_t<U>::size) return field_names_fault::count;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string_view a = field_name<U>(i);
+      if (a.empty()) return field_names_fault::empty;
+      if (top && a == "sequence") return field_names_fault::reserved;
+      for (std::size_t j = 0; j < i; ++j)
+        if (a == field_name<U>(j)) return field_names_fault::duplicate;
+    }
+    return field_names_fault::none;
+  }
+}
+
+// The one place a bad field_names is reported, when the class is instantiated (each message
+// names the rule it breaks).
+template <class U, bool Top>
+struct field_names_check {
+  static constexpr field_names_fault fault = check_field_names<U>(Top);
+  static_assert(fault != field_names_fault::not_composite,
+                "devtap::field_names<T>: T must be an aggregate or a tuple (only their fields have names)");
+  static_assert(fault != field_names_fault::count, "devtap::field_names<T>: give exactly one name per field of T");
+  static_assert(fault != field_names_fault::empty, "devtap::field_names<T>: a field name is empty");
+  static_assert(fault != field_names_fault::duplicate, "devtap::field_names<T>: two fields have the same name");
+  static_assert(fault != field_names_fault::reserved,
+                "devtap::field_names<T>: \"sequence\" is taken (the trace file's key for the record's sequence number)");
+};
+
+// The parts of a composite U as a JSON object keyed by its field names (`top`: see above).
+template <class U, bool Top>
+void append_json_named(std::string& out, const U& v) {
+  if constexpr (field_names_check<U, Top>::fault == field_names_fault::none) {  // else: reported, no more errors
+    json_parts parts{out, true, &field_name<U>};
+    out.push_back('{');
+    for_each_part(v, parts);
+    out.push_back('}');
+  }
+}
 
 // Spans and arrays of char are text: written as JSON strings, not arrays of numbers.
 template <class U>
@@ -83,6 +139,8 @@ void append_json_value(std::string& out, const T& v) {
   } else if constexpr (s == shape::array && holds_chars<U>()) {
     const std::string_view text(std::data(v), array_of<U>::size);
     append_json_string(out, text.substr(0, text.find('\0')));  // a C string in a fixed buffer
+  } else if constexpr (named_fields<U>) {
+    append_json_named<U, false>(out, v);
   } else if constexpr (has_parts(s)) {
     json_parts parts{out, false};
     out.push_back('[');
@@ -95,12 +153,15 @@ void append_json_value(std::string& out, const T& v) {
   }
 }
 
-// A trace event's "args" object: tuples and aggregates one member per part, keyed by position
-// (field names are not known); anything else as {"value": ...}.
+// A trace event's "args" object: tuples and aggregates one member per part, keyed by the user's
+// field names or else by position; anything else as {"value": ...}.
 template <class T>
 void append_json_args(std::string& out, const T& v) {
-  constexpr shape s = shape_of<T>;
-  if constexpr (s == shape::tuple || s == shape::aggregate) {
+  using U = std::remove_cv_t<T>;
+  constexpr shape s = shape_of<U>;
+  if constexpr (named_fields<U>) {
+    append_json_named<U, true>(out, v);
+  } else if constexpr (s == shape::tuple || s == shape::aggregate) {
     json_parts parts{out, true};
     out.push_back('{');
     for_each_part(v, parts);
