@@ -2,6 +2,7 @@
 // the host compiler's -Wall -Wextra as errors (tests/headers/meson.build). Not -Wpedantic: the host
 // compiler then flags nvcc's own line markers.
 #include <devtap/devtap.hpp>
+#include <devtap/outfeed.hpp>  // the receiver umbrella's old name: the one {fmt}-free header devtap.hpp does not reach
 
 #include "exercise.hpp"
 
