@@ -5,8 +5,13 @@
 
 #include <iterator>
 #include <string_view>
+#include <type_traits>
 
 DEVTAP_BEGIN_NAMESPACE
+
+namespace detail {
+struct unnamed_fields {};  // the base of field_names<T> where the user gave no names for T
+}  // namespace detail
 
 /** Names for the fields of a tapped aggregate or tuple, in declaration order: the keys of its
  *  values in the trace file (`receiver_options::trace_file`), which are "0", "1", ... without them.
@@ -21,12 +26,17 @@ DEVTAP_BEGIN_NAMESPACE
  *  A nested aggregate with names is written as an object with its own keys, else as an array.
  *  Checked at compile time wherever a consumer of the type is attached: one name per field, each
  *  non-empty and distinct, and none "sequence" at the top level (the trace adds that key: the
- *  record's sequence number). Declare it before anything uses the type's field names: the compiler
- *  rejects a specialization that comes after. */
+ *  record's sequence number), and a specialization without `names` is an error, not ignored.
+ *  Declare it before anything uses the type's field names: the compiler rejects a specialization
+ *  that comes after. */
 template <class T>
-struct field_names {};
+struct field_names : detail::unnamed_fields {};
 
 namespace detail {
+
+// field_names<T> is the user's specialization (well-formed or not: json_value.hpp checks it).
+template <class T>
+concept gives_field_names = !std::is_base_of_v<unnamed_fields, field_names<T>>;
 
 // T's fields have names: field_names<T> is specialized with an indexable `names`.
 template <class T>

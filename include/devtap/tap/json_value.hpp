@@ -50,12 +50,14 @@ struct json_parts {
 
 // What is wrong with U's field_names, if anything (U without cv). `top`: U is the tapped type
 // itself, whose members sit beside the trace's own "sequence".
-enum class field_names_fault { none, not_composite, count, empty, duplicate, reserved };
+enum class field_names_fault { none, no_names, not_composite, count, empty, duplicate, reserved };
 
 template <class U>
 consteval field_names_fault check_field_names(bool top) {
-  if constexpr (!named_fields<U>) {
+  if constexpr (!gives_field_names<U>) {
     return field_names_fault::none;
+  } else if constexpr (!named_fields<U>) {
+    return field_names_fault::no_names;
   } else if constexpr (shape_of<U> != shape::tuple && shape_of<U> != shape::aggregate) {
     return field_names_fault::not_composite;
   } else {
@@ -77,6 +79,9 @@ consteval field_names_fault check_field_names(bool top) {
 template <class U, bool Top>
 struct field_names_check {
   static constexpr field_names_fault fault = check_field_names<U>(Top);
+  static_assert(fault != field_names_fault::no_names,
+                "devtap::field_names<T>: the specialization needs `static constexpr std::array names{\"...\", ...}` "
+                "(an array of strings, one per field of T)");
   static_assert(fault != field_names_fault::not_composite,
                 "devtap::field_names<T>: T must be an aggregate or a tuple (only their fields have names)");
   static_assert(fault != field_names_fault::count, "devtap::field_names<T>: give exactly one name per field of T");
@@ -139,7 +144,7 @@ void append_json_value(std::string& out, const T& v) {
   } else if constexpr (s == shape::array && holds_chars<U>()) {
     const std::string_view text(std::data(v), array_of<U>::size);
     append_json_string(out, text.substr(0, text.find('\0')));  // a C string in a fixed buffer
-  } else if constexpr (named_fields<U>) {
+  } else if constexpr (gives_field_names<U>) {
     append_json_named<U, false>(out, v);
   } else if constexpr (has_parts(s)) {
     json_parts parts{out, false};
@@ -159,7 +164,7 @@ template <class T>
 void append_json_args(std::string& out, const T& v) {
   using U = std::remove_cv_t<T>;
   constexpr shape s = shape_of<U>;
-  if constexpr (named_fields<U>) {
+  if constexpr (gives_field_names<U>) {
     append_json_named<U, true>(out, v);
   } else if constexpr (s == shape::tuple || s == shape::aggregate) {
     json_parts parts{out, true};
