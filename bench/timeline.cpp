@@ -15,10 +15,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <unistd.h>
@@ -91,6 +93,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--dir DIR] [--smoke]\n", argv[0]);
       return 2;
     }
+  }
+  if (reps < 1 || per_device < 1) {
+    std::fprintf(stderr, "%s: --reps and --records take a number of at least 1\n", argv[0]);
+    return 2;
+  }
+  std::error_code not_a_dir;
+  if (!std::filesystem::is_directory(dir, not_a_dir)) {  // the files go there: say so now, not as an exception later
+    std::fprintf(stderr, "%s: --dir %s is not a directory\n", argv[0], dir.c_str());
+    return 2;
   }
   devtap::cpu_client cpus(4);
   constexpr int n = static_cast<int>(std::size(modes));
