@@ -232,7 +232,9 @@ TEST_CASE("error policy: a full ring is reported by close() even when nobody loo
   (void)cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {  // the README's pattern: future discarded
     for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);
   });
-  std::this_thread::sleep_for(50ms);
+  // The ring is full once a tap found it so (the record is counted as dropped); a fixed sleep was not
+  // always long enough for the device thread on a loaded machine.
+  for (int i = 0; i < 10000 && rx.stats().total().dropped_records == 0; ++i) std::this_thread::sleep_for(1ms);
   release_consumer.count_down();
   try {
     rx.close();
@@ -528,7 +530,7 @@ TEST_CASE("close() with a device whose work never finishes returns within the ti
                                Catch::Equals(head + "(its reader has not stopped yet, a consumer call may still be "
                                                     "running; what its ring holds is counted in stats().lost_at_close)"));
     }
-    CHECK(std::chrono::steady_clock::now() - start < 1300ms);
+    CHECK(std::chrono::steady_clock::now() - start < 5s);  // bounded, not hung: the device never finishes
   }
   release = true;  // the end marker queued behind it now runs harmlessly
 }
@@ -631,13 +633,15 @@ TEST_CASE("flush returns once what was committed before it is consumed, with no 
     std::this_thread::sleep_for(50us);
     ++got;
   });
+  std::atomic<bool> tapped{false};
   cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
     for (int i = 0; i < 200; ++i) ctx.tap(point, i);
+    tapped = true;
     while (busy) std::this_thread::sleep_for(1ms);  // the device stays busy: flush must not wait for it
   });
-  std::atomic_ref<std::uint64_t> tail(rx.outfeed(*cpus.cpu_devices()[0]).ring().producer->tail);
-  while (tail.load() == 0) std::this_thread::yield();
-  std::this_thread::sleep_for(10ms);
+  // Waited for, not slept for: on a loaded machine the device thread may not have tapped all 200 in
+  // any fixed time, and flush() covers only what was committed before it.
+  while (!tapped) std::this_thread::sleep_for(1ms);
   rx.flush();
   CHECK(got == 200);
   busy = false;
@@ -811,16 +815,33 @@ TEST_CASE("after a close() timeout no consumer is called again, and what the rin
     }
     const int at_close = calls->load();
     std::this_thread::sleep_for(100ms);
-    CHECK(calls->load() == at_close);  // nothing delivered after close() returned
+    // A reader descheduled mid-call for longer than close() waits for it (100 ms, a loaded machine)
+    // stops later: it counts what is left when it does. Either way nothing is delivered after close().
+    const std::string prefix = "devtap: receiver 'busy': close() timed out after 100 ms; devices that did not finish: cpu:0 ";
+    const bool reader_was_late =
+        message == prefix + "(its reader has not stopped yet, a consumer call may still be running; what its ring "
+                            "holds is counted in stats().lost_at_close)";
+    for (int i = 0; i < 10000 && reader_was_late && rx.stats().total().lost_at_close == 0; ++i)
+      std::this_thread::sleep_for(1ms);
+    CHECK(calls->load() <= at_close + (reader_was_late ? 1 : 0));  // at most the call that was running
+    const int after_close = calls->load();
+    std::this_thread::sleep_for(50ms);
+    CHECK(calls->load() == after_close);
     const auto st = rx.stats().total();
     CHECK(st.lost_at_close > 0);
-    // How many records were left depends on scheduling: the count is matched, then compared with the
-    // stats (the reader stored it before close() read it).
-    std::smatch m;
-    const std::regex whole(
-        R"(devtap: receiver 'busy': close\(\) timed out after 100 ms; devices that did not finish: cpu:0 \(([0-9]+) records not delivered\))");
-    REQUIRE(std::regex_match(message, m, whole));
-    CHECK(m[1].str() == std::to_string(st.lost_at_close));
+    if (!reader_was_late) {
+      // How many records were left depends on scheduling: the count is matched, then compared with the
+      // stats (the reader stored it before close() read it).
+      std::smatch m;
+      const std::regex whole(
+          R"(devtap: receiver 'busy': close\(\) timed out after 100 ms; devices that did not finish: cpu:0 \(([0-9]+) records not delivered\))");
+      CHECK(std::regex_match(message, m, whole));
+      CHECK(m[1].str() == std::to_string(st.lost_at_close));
+    }
+    for (int i = 0; i < 10000; ++i) {  // a late reader logs just after it counts
+      if (std::lock_guard lock(logs->mutex); !logs->lines.empty()) break;
+      std::this_thread::sleep_for(1ms);
+    }
     {
       std::lock_guard lock(logs->mutex);
       CHECK(logs->lines == std::vector<std::string>{"receiver 'busy': " + std::to_string(st.lost_at_close) +
