@@ -249,6 +249,30 @@ TEST_CASE("hostile merged: merge_lag 0 and a negative lag deliver everything onc
   }
 }
 
+TEST_CASE("hostile merged: delivered records reach stats() in batches, exact once nothing is held, before close",
+          "[merged]") {
+  // timeline.md: taken records go into `records` and `bytes` in batches while records are held;
+  // "The counts are exact whenever nothing is held". Counts at and around the batch of 64.
+  watchdog dog("hostile merged: batched counts", 60s);
+  for (const int n : {1, 63, 64, 65, 128, 1000}) {
+    INFO(n << " records");
+    devtap::cpu_client cpus(2);
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 2ms});
+    std::atomic<int> seen{0};
+    auto point = rx.attach<int>([&](const int&) { seen.fetch_add(1); }, devtap::merged);
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < n; ++i) ctx.tap(point, i);
+    });  // device 1 stays quiet: the helper lets device 0's records go a lag later
+    REQUIRE(eventually([&] { return seen.load() == n; }));
+    CHECK(eventually([&] { return rx.stats().devices[0].records == static_cast<std::uint64_t>(n); }));
+    CHECK(rx.stats().devices[0].bytes == static_cast<std::uint64_t>(n) * sizeof(int));
+    CHECK(rx.stats().devices[1].records == 0u);
+    rx.close();
+    CHECK(rx.stats().devices[0].records == static_cast<std::uint64_t>(n));
+    check_identity(rx.stats().devices[0], static_cast<std::uint64_t>(n));
+  }
+}
+
 TEST_CASE("hostile merged: a slow merged consumer on a small blocking ring loses nothing and keeps order",
           "[merged]") {
   // timeline.md: "A merged consumer runs with the entry's lock held, from any device's reader or

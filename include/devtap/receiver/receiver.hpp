@@ -150,9 +150,9 @@ private:
       detail::receiver_state* s = state_.get();
       const bool scope = entry->kind == detail::point_kind::scope;
       detail::merged_entry::outcome_sink sink{
-          [s, scope](std::size_t device, std::size_t bytes) {
+          [s, scope](std::size_t device, std::uint64_t records, std::uint64_t bytes) {
             if (scope) return;  // a scope record's reader counts it (hand_over)
-            s->streams[device]->records.fetch_add(1, std::memory_order_relaxed);
+            s->streams[device]->records.fetch_add(records, std::memory_order_relaxed);
             s->streams[device]->bytes.fetch_add(bytes, std::memory_order_relaxed);
           },
           [s, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end) {
