@@ -567,6 +567,59 @@ TEST_CASE("hostile merged: a reader stuck in the merged consumer past close_time
   CHECK(s->after_close == 0);
 }
 
+TEST_CASE("hostile merged: records a reader set aside for the merge when another consumer of its device got stuck past close_timeout are counted, never delivered after close()",
+          "[merged][close]") {
+  // timeline.md: a reader sets a merged consumer's records aside and hands them in when it catches
+  // up (or 64 wait). Here it is stuck in a plain consumer of the same device mid-stream, with merged
+  // records read before it: close() gives up; those records are delivered by close() or counted
+  // lost, never delivered after it; every record tapped is accounted for (outfeed.md).
+  watchdog dog("hostile merged: staged records at a stuck reader", 60s);
+  quiet_log quiet;
+  for (const int before : {1, 10, 63, 64, 65}) {
+    INFO(before << " merged records before the stuck one");
+    struct shared_state {
+      std::atomic<bool> release{false}, stuck{false}, closed{false};
+      std::atomic<int> after_close{0}, merged_calls{0};
+    };
+    auto s = std::make_shared<shared_state>();  // the consumers may outlive the receiver
+    devtap::cpu_client cpus(1);
+    const int after = 10;
+    {
+      devtap::receiver rx({.devices = all(cpus), .close_timeout = 100ms, .timestamps = true, .merge_lag = 1ms});
+      auto merged_point = rx.attach<int>(
+          [s](const int&) {
+            if (s->closed) s->after_close++;
+            s->merged_calls++;
+          },
+          devtap::merged);
+      auto stuck_point = rx.attach<double>([s](const double&) {
+        s->stuck = true;
+        while (!s->release) std::this_thread::sleep_for(1ms);
+      });
+      cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+        for (int i = 0; i < before; ++i) ctx.tap(merged_point, i);
+        ctx.tap(stuck_point, 0.5);
+        for (int i = 0; i < after; ++i) ctx.tap(merged_point, before + i);
+      });
+      REQUIRE(eventually([&] { return s->stuck.load(); }));
+      CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+      s->closed = true;
+      s->release = true;
+      const auto tapped = static_cast<std::uint64_t>(before + 1 + after);
+      // The reader leaves the stuck call, hands in what it set aside (lost: close() is done) and counts
+      // the rest of its ring.
+      CHECK(eventually([&] {
+        const auto d = rx.stats().devices[0];
+        return d.records + d.lost_at_close == tapped;
+      }));
+      check_identity(rx.stats().devices[0], tapped);
+      CHECK(s->after_close == 0);
+      CHECK(rx.stats().devices[0].records == static_cast<std::uint64_t>(s->merged_calls.load()) + 1);
+    }
+    CHECK(s->after_close == 0);
+  }
+}
+
 TEST_CASE("hostile merged: receiver destroyed (no close) while devices tap and hold scopes open", "[merged][race]") {
   // outfeed.md: "A host thread still inside a tap when its receiver is destroyed leaves with an
   // outfeed_error"; timeline.md: a scope guard's "destructor never throws (an end that cannot be

@@ -185,6 +185,10 @@ struct consumer_entry {
   virtual void finish(std::size_t device_index, const device& dev) = 0;
   /** close() is done with the devices: a consumer that holds records back delivers them now. */
   virtual void close_held() {}
+  /** The device's reader caught up (or stops): records it set aside for this consumer go on now. */
+  virtual void pass_on_staged(std::size_t device_index) { (void)device_index; }
+  /** Whether this consumer sets records aside until pass_on_staged (the reader calls it only then). */
+  bool stages_records = false;
   /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */
   virtual bool accepts(const std::byte* payload, std::size_t size) const {
     (void)payload, (void)size;

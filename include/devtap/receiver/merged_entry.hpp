@@ -47,6 +47,7 @@ public:
                outcome_sink sink, std::uint32_t receiver_id)
       : consumer_entry(inner->fingerprint, inner->name),
         core_(std::make_shared<core>(std::move(inner), devices, lag, std::move(sink))) {
+    stages_records = true;
     // The helper owns the core too: if user code it runs drops the entry's last owner, the entry is
     // destroyed on the helper (which it then lets go) while the core lives on until the helper ends.
     helper_ = std::jthread([c = core_, receiver_id](std::stop_token stop) {
@@ -67,16 +68,31 @@ public:
     core_->wake_helper();
   }  // (~jthread joins the helper)
 
-  // The record is checked and kept (its bytes copied: the ring frees them when this returns), then
-  // whatever is now in order goes out; the sink counts each record's outcome when it has one.
+  // The record is checked and kept (its bytes copied: the ring frees them when this returns). It is
+  // set aside on its device's own list, which only that device's reader touches, and handed in with
+  // the others under the lock once the reader catches up or `stage_limit` wait: one lock per record,
+  // taken by every reader and the helper, was most of the merge's cost (docs/performance.md). The
+  // sink counts each record's outcome when it has one.
   delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     if (!core_->inner->accepts(payload, size)) return delivery::mismatch;
-    core_->hand_in(device_index, dev, stamp, payload, size);
+    auto& staged = core_->staged[device_index];
+    staged.dev = &dev;
+    // A record its device did not stamp (a CUDA kernel's) is placed at its arrival: time 0 would
+    // put it before everything and hold every other device back.
+    staged.records.emplace_back(stamp.stamped ? stamp : record_stamp{stamp_now_ns(), stamp.sequence, false}, payload,
+                                size);
+    if (staged.records.size() == stage_limit) core_->hand_in(device_index);
     return delivery::held;
   }
+  void pass_on_staged(std::size_t device_index) override {
+    if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index);
+  }
 
-  void finish(std::size_t device_index, const device& dev) override { core_->end_of(device_index, dev); }
+  void finish(std::size_t device_index, const device& dev) override {
+    pass_on_staged(device_index);
+    core_->end_of(device_index, dev);
+  }
 
   bool accepts(const std::byte* payload, std::size_t size) const override { return core_->inner->accepts(payload, size); }
   void describe(const std::byte* payload, std::size_t size, std::string& out) const override {
@@ -110,10 +126,16 @@ private:
     std::uint64_t uncounted_bytes = 0;
   };
 
+  static constexpr std::size_t stage_limit = 64;
+  struct staging {  // a device's records read but not yet handed in: its reader's alone
+    std::vector<held> records;
+    const device* dev = nullptr;
+  };
+
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, std::size_t devices, std::chrono::milliseconds lag_,
          outcome_sink sink_)
-        : inner(std::move(inner_)), queues(devices), sink(std::move(sink_)),
+        : inner(std::move(inner_)), queues(devices), staged(devices), sink(std::move(sink_)),
           // Half a lag between looks, at least 1 ms, at most an hour (a lag of milliseconds::max()).
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2, std::chrono::milliseconds(1), std::chrono::hours(1))) {}
 
@@ -121,6 +143,7 @@ private:
     std::mutex mutex;
     std::condition_variable cv;
     std::vector<queue> queues;
+    std::vector<staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
     const std::chrono::milliseconds look_every;
     bool helper_looking = false;  // the helper looks every half lag (records are held)
@@ -130,21 +153,21 @@ private:
     std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
     std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
 
-    void hand_in(std::size_t device_index, const device& dev, record_stamp stamp, const std::byte* payload,
-                 std::size_t size) {
-      // A record its device did not stamp (a CUDA kernel's) is placed at its arrival: time 0 would
-      // put it before everything and hold every other device back.
-      if (!stamp.stamped) stamp.time_ns = stamp_now_ns();
+    // Called by the device's reader: what it set aside joins the device's queue in one go.
+    void hand_in(std::size_t device_index) {
+      staging& from = staged[device_index];
       std::unique_lock lock(mutex);
       if (closed.load(std::memory_order_acquire)) {  // a reader close() gave up on, blocked here till now
-        sink.lost(device_index, 1);
+        sink.lost(device_index, from.records.size());
+        from.records.clear();
         return;
       }
       queue& q = queues[device_index];
-      q.dev = &dev;
-      ++q.arrivals;  // (no clock read per record: the helper tells quiet devices by their arrivals)
+      q.dev = from.dev;
+      q.arrivals += from.records.size();  // (no clock read per record: the helper tells quiet devices by their arrivals)
       q.quiet_looks = 0;
-      q.records.emplace_back(stamp, payload, size);
+      for (held& h : from.records) q.records.push_back(std::move(h));
+      from.records.clear();
       deliver_ready();
       // The helper sleeps until something is held; while records are held it looks by itself, so a
       // record costs no wake-up.

@@ -178,6 +178,9 @@ private:
 
   void end_stream();
 
+  // Whenever the reader catches up or stops: what consumers set aside goes on (merged_entry.hpp).
+  void pass_on_staged();
+
   // The reader's last act on a device close() gave up on: count, without delivering, the records
   // still committed in the ring, so they are reported rather than silently gone.
   void count_lost();
@@ -206,6 +209,7 @@ private:
   std::vector<std::shared_ptr<consumer_entry>> table_;
   std::vector<point_description> points_;          // by table index, for the sinks
   std::vector<consumer_entry*> scope_consumers_;   // every consumer of scope_event (in table_)
+  std::vector<consumer_entry*> staging_consumers_; // every consumer that sets records aside (in table_)
   std::uint32_t table_version_ = ~0u;
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records

@@ -52,7 +52,10 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         }
         dispatch(rec);
         reader_.release(rec);
-        if (++since_progress % progress_every == 0) publish_progress();
+        if (++since_progress % progress_every == 0) {
+          pass_on_staged();  // before the position says they were read (flush() waits on it)
+          publish_progress();
+        }
         continue;
       case record_kind::skip:
         reader_.release(rec);
@@ -63,6 +66,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       case record_kind::empty:
         break;
     }
+    pass_on_staged();
     reader_.publish();
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {
@@ -128,6 +132,9 @@ DEVTAP_FUNC bool device_reader::refresh_table() {
   scope_consumers_.clear();
   for (const auto& entry : table_)
     if (entry->kind == point_kind::scope) scope_consumers_.push_back(entry.get());
+  staging_consumers_.clear();
+  for (const auto& entry : table_)
+    if (entry->stages_records) staging_consumers_.push_back(entry.get());
   if (!state_.sinks.empty())
     for (std::size_t i = points_.size(); i < table_.size(); ++i)
       points_.push_back({static_cast<std::uint32_t>(i + 1) | (table_[i]->answers_calls ? call_id_flag : 0), table_[i]->kind,
@@ -280,7 +287,18 @@ DEVTAP_FUNC void device_reader::end_stream() {
   state_.mark_finished(stream_);
 }
 
+DEVTAP_FUNC void device_reader::pass_on_staged() {
+  for (consumer_entry* entry : staging_consumers_) {
+    try {
+      entry->pass_on_staged(stream_.index);
+    } catch (...) {
+      state_.record_failure(stream_, entry->name, std::current_exception());
+    }
+  }
+}
+
 DEVTAP_FUNC void device_reader::count_lost() {
+  pass_on_staged();  // (handed in after close() gave up: counted lost there)
   publish_progress();
   std::uint64_t lost = 0;
   for (record_ref rec = reader_.peek(); rec.kind == record_kind::data || rec.kind == record_kind::skip;
@@ -310,6 +328,7 @@ DEVTAP_FUNC std::string describe_malformed(const record_ref& rec) {
 }
 
 DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
+  pass_on_staged();  // the records before it were good
   // What the ring holds from the malformed record on cannot be parsed into records (its framing is
   // broken): counted in bytes, from the reader's position to the producers' tail.
   std::string left;
