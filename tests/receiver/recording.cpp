@@ -764,7 +764,7 @@ TEST_CASE("record_file: after close() gave up on a stuck consumer, what was writ
   };
   const auto f = std::make_shared<flags>();
   {
-    devtap::receiver rx({.devices = all(cpus), .close_timeout = 300ms, .timestamps = true, .trace_file = trace.path,
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 3s, .timestamps = true, .trace_file = trace.path,
                          .record_file = file.path});
     auto stuck = rx.attach<int>(
         [f](const int&) {

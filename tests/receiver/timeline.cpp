@@ -298,7 +298,7 @@ TEST_CASE("records a merged consumer still holds when close() gives up on a devi
   std::atomic<int> merged_got{0};
   {
     // A lag far beyond the close timeout: only close() can let cpu:1's records by the stuck cpu:0.
-    devtap::receiver rx({.devices = all(cpus), .close_timeout = 300ms, .timestamps = true, .merge_lag = 60s});
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 3s, .timestamps = true, .merge_lag = 60s});
     auto stuck = rx.attach<int>([f](const int&) {
       f->blocked = true;
       while (!f->release) std::this_thread::sleep_for(1ms);
@@ -352,7 +352,7 @@ TEST_CASE("a merged consumer places a device's unstamped records at their arriva
   rx.outfeed(*cpus.cpu_devices()[1]).tap(point, 1);  // stamped, first
   std::this_thread::sleep_for(5ms);
   unstamped0.tap(point, 2);  // later: it must not sort before cpu:1's record
-  std::this_thread::sleep_for(5ms);
+  rx.flush();  // cpu:0's reader has read it (its arrival is stamped) before 3 is tapped, however late it ran
   rx.outfeed(*cpus.cpu_devices()[1]).tap(point, 3);
   rx.close();
   CHECK(order == std::vector<int>{1, 2, 3});
