@@ -282,7 +282,7 @@ private:
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
         queue& q = queues[d];
         if (!q.ended || q.finished || !q.records.empty() || q.dev == nullptr) continue;
-        count_delivered(q, d);  // (already 0: nothing is held of it; kept for the rule's sake)
+        count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
         std::exception_ptr error;
         try {
