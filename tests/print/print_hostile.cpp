@@ -1271,13 +1271,11 @@ TEST_CASE("hostile: a sink slower than close_timeout: lines + lost_at_close == p
     }
     calls_at_throw = calls.load();
     CHECK(timed_out);
-    for (int k = 0; k < 200; ++k) {  // the reader counts what is left once the running call returns
-      const auto st = rx.stats().total();
-      lost = st.lost_at_close;
+    devtap_test::eventually([&] {  // the reader counts what is left once the running call returns
+      lost = rx.stats().total().lost_at_close;
       lines_after = ch.stats().lines;
-      if (lost + lines_after == 100) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+      return lost + lines_after == 100;
+    }, std::chrono::milliseconds(10000));
     calls_later = calls.load();
   }
   INFO("lines " << lines_after << " lost " << lost << " calls at throw " << calls_at_throw << " later " << calls_later);

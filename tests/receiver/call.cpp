@@ -121,7 +121,9 @@ TEST_CASE("many threads of many devices call at once, and each gets its own answ
 TEST_CASE("more callers than reply slots wait for a slot, are counted, and all get their answers") {
   devtap::cpu_client cpus(1);
   devtap::receiver rx({.devices = all(cpus)});
-  auto slow = rx.serve<ticket, ticket>([](const ticket& t) {
+  std::atomic<bool> go{false};  // the first call is held until callers wait for a slot, however late they start
+  auto slow = rx.serve<ticket, ticket>([&](const ticket& t) {
+    while (!go) std::this_thread::sleep_for(100us);
     std::this_thread::sleep_for(200us);
     return ticket{t.caller, t.seq * 2};
   });
@@ -138,9 +140,10 @@ TEST_CASE("more callers than reply slots wait for a slot, are counted, and all g
         if (!r || r->caller != c || r->seq != i * 2) wrong++;
       }
     });
+  CHECK(eventually([&] { return rx.stats().devices[0].call_slot_waits > 0; }, 10s));
+  go = true;
   for (auto& t : threads) t.join();
   CHECK(wrong == 0);
-  CHECK(rx.stats().devices[0].call_slot_waits > 0);
   rx.close();
 }
 

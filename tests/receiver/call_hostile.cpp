@@ -433,7 +433,8 @@ TEST_CASE("hostile call: close() while 100 host threads and the device's work ex
     return answered;
   });
   start.arrive_and_wait();
-  std::this_thread::sleep_for(30ms);
+  // Callers waiting for a slot when close() runs (on a loaded runner they may start late).
+  REQUIRE(eventually([&] { return rx->stats().devices[0].call_slot_waits > 0; }, 10s));
   rx->close();  // after the device's work: its 50 calls are answered
   for (auto& t : callers) t.join();
   CHECK(work.get() == 50);
@@ -689,7 +690,7 @@ TEST_CASE("hostile call: host callers still inside a call while their receiver i
       for (auto& word : out.ring().producer->reply_slots_taken) n += std::popcount(std::atomic_ref<std::uint32_t>(word).load());
       return n;
     };
-    REQUIRE(eventually([&] { return slots_taken() == callers_count; }));
+    REQUIRE(eventually([&] { return slots_taken() == callers_count; }, 10s));  // callers at SCHED_IDLE
     std::this_thread::sleep_for(100ms);  // committed, spun, and asleep on their bells
     CHECK(returned == 0);
     starver.hold();
@@ -907,7 +908,9 @@ TEST_CASE("hostile call: handlers of two receivers that call each other's device
   const devtap::outfeed to_b = b->outfeed(*cpus.cpu_devices()[1]);
   auto leaf_a = a->serve<int, int>([](const int& v) { return v; });
   std::atomic<int> b_inner{-1};
+  std::atomic<bool> cycle_formed{false};
   auto via_b = b->serve<int, int>([&, to_a, leaf_a](const int& v) {
+    cycle_formed = true;  // a's reader is in via_a, waiting for this handler, which now waits for a's reader
     b_inner = static_cast<int>(to_a.call(leaf_a, v).error());
     return v;
   });
@@ -917,6 +920,7 @@ TEST_CASE("hostile call: handlers of two receivers that call each other's device
     return v;
   });
   auto r = std::async(std::launch::async, [&] { return to_a.call(via_a, 1).error(); });
+  REQUIRE(eventually([&] { return cycle_formed.load(); }, 10s));  // before close(), however loaded the runner
   CHECK(r.wait_for(200ms) == std::future_status::timeout);  // the cycle: no error, a wait
   CHECK_THROWS(a->close());  // gives up on the handler stuck in the cycle, and says so
   REQUIRE(r.wait_for(5s) == std::future_status::ready);
@@ -1225,7 +1229,7 @@ TEST_CASE("hostile call: a hand-made point with the stamp flag in its id, on a r
   SECTION("the forged call itself fails instead of waiting for ever") {
     const devtap::call_point<two_words, std::uint64_t> forged{h.id | devtap::detail::stamped_id_flag, h.fingerprint, h.receiver};
     auto r = std::async(std::launch::async, [&] { return out.call(forged, two_words{5, 6}).error(); });
-    const bool returned = r.wait_for(2s) == std::future_status::ready;
+    const bool returned = r.wait_for(10s) == std::future_status::ready;  // at once; 10 s on a loaded runner
     CHECK(returned);
     try {
       rx.close();  // ends the wait if it hung: the call then fails closed
@@ -1269,7 +1273,7 @@ TEST_CASE("hostile call: a hand-made point with the stamp flag in its id, on a r
     const auto v = victim.get();
     CHECK(v.error() == devtap::call_errc::none);
     CHECK(*v == 6);  // its own answer, not the forger's 3000
-    const bool forger_returned = forger.wait_for(2s) == std::future_status::ready;
+    const bool forger_returned = forger.wait_for(10s) == std::future_status::ready;
     CHECK(forger_returned);
     try {
       rx.close();
@@ -1349,8 +1353,10 @@ TEST_CASE("hostile call: a handler that waits for device work calling back into 
   auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 300ms});
   auto inner = rx->serve<int, int>([](const int& v) { return v + 1; });
   std::atomic<int> inner_code{-1};
+  std::atomic<bool> cycle_formed{false};
   auto outer = rx->serve<int, int>([&, inner](const int& v) {
     return cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      cycle_formed = true;  // the reader is in `outer`, which waits for this work's call to be answered
       try {
         return ctx.call(inner, v);
       } catch (const devtap::call_error& e) {
@@ -1361,6 +1367,7 @@ TEST_CASE("hostile call: a handler that waits for device work calling back into 
   });
   const devtap::outfeed out = rx->outfeed(*cpus.cpu_devices()[0]);
   auto r = std::async(std::launch::async, [&] { return out.call(outer, 1); });
+  REQUIRE(eventually([&] { return cycle_formed.load(); }, 10s));  // before close(), however loaded the runner
   CHECK(r.wait_for(200ms) == std::future_status::timeout);  // waits: no error
   CHECK_THROWS(rx->close());  // gives up on the stuck handler, and says so
   REQUIRE(r.wait_for(5s) == std::future_status::ready);

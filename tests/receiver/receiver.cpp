@@ -4,6 +4,7 @@
 #include <devtap/ring/memory.hpp>
 
 #include "../cpu_starver.hpp"
+#include "../hostile.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -234,7 +235,7 @@ TEST_CASE("error policy: a full ring is reported by close() even when nobody loo
   });
   // The ring is full once a tap found it so (the record is counted as dropped); a fixed sleep was not
   // always long enough for the device thread on a loaded machine.
-  for (int i = 0; i < 10000 && rx.stats().total().dropped_records == 0; ++i) std::this_thread::sleep_for(1ms);
+  devtap_test::eventually([&] { return rx.stats().total().dropped_records > 0; }, 10s);
   release_consumer.count_down();
   try {
     rx.close();
@@ -490,7 +491,7 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
   });
   // The stop first, then close(): otherwise close()'s end marker may already be behind the bad
   // record, and the bytes left over count it too.
-  for (int i = 0; i < 5000 && !rx.stats().devices[1].stream_failed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  devtap_test::eventually([&] { return rx.stats().devices[1].stream_failed; }, 10s);
   REQUIRE(rx.stats().devices[1].stream_failed);
   const std::string failure =
       "malformed record on device 'cpu:1' at ring offset 0 (record of length 8): its stream was stopped; "
@@ -821,8 +822,7 @@ TEST_CASE("after a close() timeout no consumer is called again, and what the rin
     const bool reader_was_late =
         message == prefix + "(its reader has not stopped yet, a consumer call may still be running; what its ring "
                             "holds is counted in stats().lost_at_close)";
-    for (int i = 0; i < 10000 && reader_was_late && rx.stats().total().lost_at_close == 0; ++i)
-      std::this_thread::sleep_for(1ms);
+    if (reader_was_late) devtap_test::eventually([&] { return rx.stats().total().lost_at_close > 0; }, 10s);
     CHECK(calls->load() <= at_close + (reader_was_late ? 1 : 0));  // at most the call that was running
     const int after_close = calls->load();
     std::this_thread::sleep_for(50ms);
@@ -838,10 +838,10 @@ TEST_CASE("after a close() timeout no consumer is called again, and what the rin
       CHECK(std::regex_match(message, m, whole));
       CHECK(m[1].str() == std::to_string(st.lost_at_close));
     }
-    for (int i = 0; i < 10000; ++i) {  // a late reader logs just after it counts
-      if (std::lock_guard lock(logs->mutex); !logs->lines.empty()) break;
-      std::this_thread::sleep_for(1ms);
-    }
+    devtap_test::eventually([&] {  // a late reader logs just after it counts
+      std::lock_guard lock(logs->mutex);
+      return !logs->lines.empty();
+    }, 10s);
     {
       std::lock_guard lock(logs->mutex);
       CHECK(logs->lines == std::vector<std::string>{"receiver 'busy': " + std::to_string(st.lost_at_close) +
@@ -1050,7 +1050,7 @@ TEST_CASE("a consumer that destroys its own receiver abandons its streams, never
     destroyed = true;
   });
   rx->outfeed(*cpus.cpu_devices()[0]).tap(point, 1);
-  for (int i = 0; i < 2000 && !destroyed; ++i) std::this_thread::sleep_for(1ms);
+  devtap_test::eventually([&] { return destroyed.load(); }, 10s);
   REQUIRE(destroyed);
   std::this_thread::sleep_for(20ms);  // the reader returns and frees the state on its own thread
   devtap::set_log_sink({});
