@@ -2,7 +2,8 @@
 // records into one receiver, read by one consumer shared by all devices, with and without
 // receiver_options::timestamps, merged (devtap::merged: one consumer in tap-time order), recorded
 // (record_file) and traced (trace_file: every record one JSON event). Runs interleaved; records/s
-// over all devices, median of the reps. The files go to DIR (default /tmp) and are removed.
+// over all devices, median of the reps; the ratios are paired: median [q1-q3] of each rep's ratio. The
+// files go to DIR (default /tmp) and are removed.
 //
 //   devtap-bench-timeline [--reps N] [--records N] [--dir DIR] [--smoke]
 #include "common.hpp"
@@ -116,10 +117,19 @@ int main(int argc, char** argv) {
     std::printf("%-20s %10.2f M records/s  [%.2f - %.2f]  x shared %.2f\n", name_of(modes[k]), s.median * 1e-6,
                 s.min * 1e-6, s.max * 1e-6, s.median / plain);
   }
-  const double stamped = bench::summarize(rates[1]).median, merged = bench::summarize(rates[2]).median;
-  std::printf("merged x unmerged (both with timestamps): %.2f (issue 16 target >= 0.5)\n", merged / stamped);
-  std::printf("recording x without (both with timestamps): %.2f (issue 16 target >= 0.8)\n",
-              bench::summarize(rates[3]).median / stamped);
+  // Paired: each rep's ratio of two modes that ran one after the other, so the machine's drift
+  // between reps cancels; the median of those counts against a target (docs/performance.md).
+  auto paired = [&](int over, int under) {
+    std::vector<double> ratios;
+    for (int r = 0; r < reps; ++r) ratios.push_back(rates[over][r] / rates[under][r]);
+    return bench::quartiles_of(ratios);
+  };
+  const bench::quartiles merged = paired(2, 1), recorded = paired(3, 1), stamped = paired(1, 0);
+  std::printf("merged x unmerged (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.5)\n",
+              merged.median, merged.q1, merged.q3);
+  std::printf("recording x without (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.8)\n",
+              recorded.median, recorded.q1, recorded.q3);
+  std::printf("stamped x unstamped (4 devices): %.2f [%.2f-%.2f] paired\n", stamped.median, stamped.q1, stamped.q3);
   std::printf("trace writing: %.2f M events/s end to end (issue 16 target >= 1)\n", bench::summarize(rates[4]).median * 1e-6);
   return 0;
 }
