@@ -1113,3 +1113,40 @@ TEST_CASE("flush() is bounded by close_timeout even when a device's position can
   CHECK(took < std::chrono::seconds(5));
   rx.close();  // close() does not read the position: it ends the stream and returns
 }
+
+// outfeed.md: "After close() has returned or thrown, no consumer is called again". close() queues the
+// end of the stream behind the record a stuck reader is on; released later, that reader must not
+// hand the end to the consumers (a coroutine's end runs its code).
+TEST_CASE("after a close() timeout, a released reader does not give the consumers their end") {
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  struct shared_state {
+    std::atomic<bool> release{false}, stuck{false}, closed{false};
+    std::atomic<int> after_close{0};
+  };
+  auto s = std::make_shared<shared_state>();
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms});
+    auto co = rx.attach<int>([s](devtap::inbox<int> in) -> devtap::consumer<int> {
+      while (auto v = co_await in.next())
+        if (s->closed) s->after_close++;
+      if (s->closed) s->after_close++;  // the end, seen after close() threw
+    });
+    auto plain = rx.attach<double>([s](const double&) {
+      s->stuck = true;
+      while (!s->release) std::this_thread::sleep_for(1ms);
+    });
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      ctx.tap(co, 1);
+      ctx.tap(plain, 1.0);
+    });
+    REQUIRE(devtap_test::eventually([&] { return s->stuck.load(); }, 10s));
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    s->closed = true;
+    s->release = true;
+    CHECK(devtap_test::eventually([&] { return rx.stats().devices[0].lost_at_close == 0 && rx.stats().devices[0].records == 2; }, 10s));
+    std::this_thread::sleep_for(100ms);
+    CHECK(s->after_close == 0);
+  }
+  devtap::set_log_sink({});
+}

@@ -1270,3 +1270,125 @@ TEST_CASE("hostile cli: trace with the output path equal to the input does not d
     CHECK(read_all(record.path) == before);
   }
 }
+
+// timeline.md: "Quiet means nothing arrived: a device whose reader is behind is not quiet while its
+// records keep arriving". A reader sets merged records aside and hands them in when it catches up;
+// one busy in a slow plain consumer of its device must hand in what it set aside first, or the
+// merge takes the device for quiet while that reader holds an earlier record, and delivers a later
+// record of another device before it.
+TEST_CASE("hostile merged: a merged record a busy reader has read is not overtaken by a later record of another device",
+          "[merged]") {
+  watchdog dog("hostile merged: busy reader's set-aside record", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 20ms});
+  struct got_t {
+    int value;
+    std::int64_t time_ns;
+  };
+  std::mutex m;
+  std::vector<got_t> got;
+  auto merged = rx.attach<int>(
+      [&](const int& v, const devtap::tap_info& info) {
+        std::lock_guard lock(m);
+        got.push_back({v, ns_of(info.time)});
+      },
+      devtap::merged);
+  std::atomic<int> slow_calls{0};
+  auto slow = rx.attach<double>([&](const double&) {
+    const int n = ++slow_calls;
+    std::this_thread::sleep_for(n == 1 ? 200ms : 50ms);
+  });
+  cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) {
+    ctx.tap(slow, 0.0);  // cpu:1's reader is busy 200 ms: what follows is in the ring when it comes back
+    ctx.tap(merged, 1);
+    for (int i = 0; i < 10; ++i) ctx.tap(slow, 1.0);  // 500 ms more before its ring runs dry
+  });
+  REQUIRE(eventually([&] { return slow_calls.load() >= 2; }, 10000ms));  // cpu:1's reader has read record 1
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(merged, 2); });
+  rx.close();
+  std::lock_guard lock(m);
+  REQUIRE(got.size() == 2u);
+  INFO("delivered " << got[0].value << " (t=" << got[0].time_ns << ") then " << got[1].value << " (t=" << got[1].time_ns
+                    << ")");
+  CHECK(got[0].value == 1);
+  CHECK(got[0].time_ns <= got[1].time_ns);
+}
+
+// The same at a steady rate: a plain consumer of 20 ms a record beside the merged one on cpu:1, whose
+// ring stays full, so its reader never catches up; cpu:0 taps in real time. Set aside until 64 were
+// read, cpu:1's merged records came 640 ms apart, past a 200 ms lag.
+TEST_CASE("hostile merged: order holds beside a slow plain consumer on a device that never catches up", "[merged]") {
+  watchdog dog("hostile merged: slow plain consumer", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 200ms});
+  std::vector<std::int64_t> times;  // (one call at a time: the merge's lock)
+  auto merged = rx.attach<int>([&](const int&, const devtap::tap_info& info) { times.push_back(ns_of(info.time)); },
+                               devtap::merged);
+  auto slow = rx.attach<double>([&](const double&) { std::this_thread::sleep_for(20ms); });
+  constexpr int n = 60;
+  auto w1 = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < n; ++i) {
+      ctx.tap(merged, i);
+      ctx.tap(slow, 1.0);
+    }
+  });
+  auto w0 = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < n; ++i) {
+      ctx.tap(merged, 1000 + i);
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  w0.get();
+  w1.get();
+  rx.close();
+  REQUIRE(times.size() == std::size_t{2 * n});
+  int inversions = 0;
+  for (std::size_t i = 1; i < times.size(); ++i) inversions += times[i] < times[i - 1];
+  CHECK(inversions == 0);
+}
+
+// close() tells a merged coroutine its end once every device ended, or close() gave up on it: also for
+// a device whose reader it gave up on while that reader was stuck in another consumer.
+TEST_CASE("hostile merged: a merged coroutine sees its end at close() when close() gave up on a device",
+          "[merged]") {
+  watchdog dog("hostile merged: end after a give-up", 60s);
+  quiet_log quiet;
+  struct shared_state {
+    std::atomic<bool> release{false}, stuck{false};
+    std::atomic<int> got{0}, ends{0};
+  };
+  auto s = std::make_shared<shared_state>();
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 1ms});
+    auto mp = rx.attach<int>(
+        [s](devtap::inbox<int> in) -> devtap::consumer<int> {
+          while (auto v = co_await in.next()) s->got++;
+          s->ends++;
+        },
+        devtap::merged);
+    auto plain = rx.attach<double>([s](const double& x) {
+      if (x == 0.0) {
+        std::this_thread::sleep_for(100ms);
+        return;
+      }
+      s->stuck = true;
+      while (!s->release) std::this_thread::sleep_for(1ms);
+    });
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      ctx.tap(plain, 0.0);  // the reader is busy: the rest is in the ring when it reads on
+      for (int i = 0; i < 5; ++i) ctx.tap(mp, i);
+      ctx.tap(plain, 1.0);  // stuck here
+    });
+    REQUIRE(eventually([&] { return s->stuck.load(); }, 10000ms));
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    const int ends_at_close = s->ends;
+    s->release = true;
+    CHECK(eventually([&] {
+      const auto d = rx.stats().devices[0];
+      return d.records + d.lost_at_close == 7u;
+    }, 10000ms));
+    CHECK(ends_at_close == 1);
+    CHECK(s->ends == 1);
+  }
+}

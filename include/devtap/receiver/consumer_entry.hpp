@@ -185,8 +185,12 @@ struct consumer_entry {
   virtual void finish(std::size_t device_index, const device& dev) = 0;
   /** close() is done with the devices: a consumer that holds records back delivers them now. */
   virtual void close_held() {}
-  /** The device's reader caught up (or stops): records it set aside for this consumer go on now. */
-  virtual void pass_on_staged(std::size_t device_index) { (void)device_index; }
+  /** The receiver was destroyed from a consumer: what is held back is never delivered. */
+  virtual void abandon_held() {}
+  /** The device's reader caught up, or is about to call a consumer that may take long, or stops:
+   *  records it set aside for this consumer go on now (`lost`: its stream was given up on, they are
+   *  counted as lost_at_close instead). */
+  virtual void pass_on_staged(std::size_t device_index, bool lost) { (void)device_index, (void)lost; }
   /** Whether this consumer sets records aside until pass_on_staged (the reader calls it only then). */
   bool stages_records = false;
   /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */

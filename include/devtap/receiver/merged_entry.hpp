@@ -42,9 +42,9 @@ public:
     std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
 
-  /** `inner` is the consumer itself, made for one instance shared by `devices` devices. */
-  merged_entry(std::shared_ptr<consumer_entry> inner, std::size_t devices, std::chrono::milliseconds lag,
-               outcome_sink sink, std::uint32_t receiver_id)
+  /** `inner` is the consumer itself, made for one instance shared by `devices` (by index). */
+  merged_entry(std::shared_ptr<consumer_entry> inner, const std::vector<const device*>& devices,
+               std::chrono::milliseconds lag, outcome_sink sink, std::uint32_t receiver_id)
       : consumer_entry(inner->fingerprint, inner->name),
         core_(std::make_shared<core>(std::move(inner), devices, lag, std::move(sink))) {
     stages_records = true;
@@ -73,25 +73,24 @@ public:
   // the others under the lock once the reader catches up or `stage_limit` wait: one lock per record,
   // taken by every reader and the helper, was most of the merge's cost (docs/performance.md). The
   // sink counts each record's outcome when it has one.
-  delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
+  delivery deliver(std::size_t device_index, const device&, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     if (!core_->inner->accepts(payload, size)) return delivery::mismatch;
     auto& staged = core_->staged[device_index];
-    staged.dev = &dev;
     // A record its device did not stamp (a CUDA kernel's) is placed at its arrival: time 0 would
     // put it before everything and hold every other device back.
     staged.records.emplace_back(stamp.stamped ? stamp : record_stamp{stamp_now_ns(), stamp.sequence, false}, payload,
                                 size);
-    if (staged.records.size() == stage_limit) core_->hand_in(device_index);
+    if (staged.records.size() == stage_limit) core_->hand_in(device_index, false);
     return delivery::held;
   }
-  void pass_on_staged(std::size_t device_index) override {
-    if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index);
+  void pass_on_staged(std::size_t device_index, bool lost) override {
+    if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index, lost);
   }
 
-  void finish(std::size_t device_index, const device& dev) override {
-    pass_on_staged(device_index);
-    core_->end_of(device_index, dev);
+  void finish(std::size_t device_index, const device&) override {
+    pass_on_staged(device_index, false);
+    core_->end_of(device_index);
   }
 
   bool accepts(const std::byte* payload, std::size_t size) const override { return core_->inner->accepts(payload, size); }
@@ -100,6 +99,8 @@ public:
   }
 
   void close_held() override { core_->deliver_all_held(); }
+  // Held records are counted lost by the next holder of the lock (deliver_ready), never delivered.
+  void abandon_held() override { core_->closed.store(true, std::memory_order_release); }
 
 private:
   struct held {  // a record's bytes, kept in place when small (most records): no allocation
@@ -116,7 +117,7 @@ private:
   };
   struct queue {
     std::deque<held> records;
-    const device* dev = nullptr;
+    const device* dev = nullptr;        // whose records they are (set at the start)
     std::uint64_t arrivals = 0;         // records handed in so far
     std::uint64_t arrivals_looked = 0;  // ... when the helper last looked
     unsigned quiet_looks = 0;           // the helper's looks in a row that saw nothing arrive
@@ -129,15 +130,18 @@ private:
   static constexpr std::size_t stage_limit = 64;
   struct staging {  // a device's records read but not yet handed in: its reader's alone
     std::vector<held> records;
-    const device* dev = nullptr;
   };
 
   struct core {
-    core(std::shared_ptr<consumer_entry> inner_, std::size_t devices, std::chrono::milliseconds lag_,
-         outcome_sink sink_)
-        : inner(std::move(inner_)), queues(devices), staged(devices), sink(std::move(sink_)),
+    core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
+         std::chrono::milliseconds lag_, outcome_sink sink_)
+        : inner(std::move(inner_)), queues(devices.size()), staged(devices.size()), sink(std::move(sink_)),
           // Half a lag between looks, at least 1 ms, at most an hour (a lag of milliseconds::max()).
-          look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2, std::chrono::milliseconds(1), std::chrono::hours(1))) {}
+          look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2, std::chrono::milliseconds(1), std::chrono::hours(1))) {
+      // Known from the start: close() tells every device's end to the consumer, also one whose
+      // reader it gave up on before that reader handed anything in.
+      for (std::size_t d = 0; d < devices.size(); ++d) queues[d].dev = devices[d];
+    }
 
     std::shared_ptr<consumer_entry> inner;
     std::mutex mutex;
@@ -153,17 +157,17 @@ private:
     std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
     std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
 
-    // Called by the device's reader: what it set aside joins the device's queue in one go.
-    void hand_in(std::size_t device_index) {
+    // Called by the device's reader: what it set aside joins the device's queue in one go (`lost`:
+    // its stream was given up on; they are counted, never delivered).
+    void hand_in(std::size_t device_index, bool lost) {
       staging& from = staged[device_index];
       std::unique_lock lock(mutex);
-      if (closed.load(std::memory_order_acquire)) {  // a reader close() gave up on, blocked here till now
+      if (lost || closed.load(std::memory_order_acquire)) {  // (closed: a reader blocked here till close() was done)
         sink.lost(device_index, from.records.size());
         from.records.clear();
         return;
       }
       queue& q = queues[device_index];
-      q.dev = from.dev;
       q.arrivals += from.records.size();  // (no clock read per record: the helper tells quiet devices by their arrivals)
       q.quiet_looks = 0;
       for (held& h : from.records) q.records.push_back(std::move(h));
@@ -177,10 +181,9 @@ private:
       }
     }
 
-    void end_of(std::size_t device_index, const device& dev) {
+    void end_of(std::size_t device_index) {
       std::unique_lock lock(mutex);
       queue& q = queues[device_index];
-      q.dev = q.dev != nullptr ? q.dev : &dev;
       q.ended = true;
       deliver_ready();
     }
@@ -281,7 +284,7 @@ private:
       if (!holding()) count_all_delivered();  // idle: the stats are exact
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
         queue& q = queues[d];
-        if (!q.ended || q.finished || !q.records.empty() || q.dev == nullptr) continue;
+        if (!q.ended || q.finished || !q.records.empty()) continue;
         count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
         std::exception_ptr error;

@@ -178,8 +178,9 @@ private:
 
   void end_stream();
 
-  // Whenever the reader catches up or stops: what consumers set aside goes on (merged_entry.hpp).
-  void pass_on_staged();
+  // Whenever the reader catches up, is about to call a consumer that does not set records aside,
+  // or stops: what consumers set aside goes on (merged_entry.hpp); `lost` when close() gave up.
+  void pass_on_staged(bool lost);
 
   // The reader's last act on a device close() gave up on: count, without delivering, the records
   // still committed in the ring, so they are reported rather than silently gone.
@@ -215,6 +216,7 @@ private:
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
+  bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

@@ -39,6 +39,12 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     switch (rec.kind) {
       case record_kind::data:
         idle = 0;
+        // First: a reader close() gave up on calls no consumer again, not even with the end of
+        // the stream that close() queued behind the record it was stuck on.
+        if (stream_.abandoned.load(std::memory_order_acquire)) {
+          count_lost();
+          return;
+        }
         if (rec.header->consumer_id == end_of_stream_id) {
           reader_.release(rec);
           reader_.publish();
@@ -46,14 +52,10 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
           end_stream();  // publishes the position once the consumers have seen the end
           return;
         }
-        if (stream_.abandoned.load(std::memory_order_acquire)) {
-          count_lost();
-          return;
-        }
         dispatch(rec);
         reader_.release(rec);
         if (++since_progress % progress_every == 0) {
-          pass_on_staged();  // before the position says they were read (flush() waits on it)
+          pass_on_staged(false);  // before the position says they were read (flush() waits on it)
           publish_progress();
         }
         continue;
@@ -66,7 +68,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
       case record_kind::empty:
         break;
     }
-    pass_on_staged();
+    pass_on_staged(false);
     reader_.publish();
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {
@@ -207,6 +209,13 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
   const bool fits = rec.header->fingerprint == entry.fingerprint && entry.answers_calls == is_call;
   if (!fits) [[unlikely]]
     return settle(delivery::mismatch, false, entry, rec, id, is_call);
+  if (entry.stages_records) {
+    staged_ = true;
+  } else if (staged_) [[unlikely]] {
+    // This consumer may take long: records set aside for a merge go first, or the merge would take
+    // their device for quiet while it holds an earlier record, and deliver later ones before it.
+    pass_on_staged(false);
+  }
   delivery result;
   try {
     result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
@@ -273,6 +282,7 @@ DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry*
 
 DEVTAP_FUNC void device_reader::end_stream() {
   refresh_table();
+  pass_on_staged(false);  // before any consumer's end, which may take long
   for (auto& entry : table_) {
     try {
       entry->finish(stream_.index, *stream_.dev);
@@ -287,10 +297,11 @@ DEVTAP_FUNC void device_reader::end_stream() {
   state_.mark_finished(stream_);
 }
 
-DEVTAP_FUNC void device_reader::pass_on_staged() {
+DEVTAP_FUNC void device_reader::pass_on_staged(bool lost) {
+  staged_ = false;
   for (consumer_entry* entry : staging_consumers_) {
     try {
-      entry->pass_on_staged(stream_.index);
+      entry->pass_on_staged(stream_.index, lost);
     } catch (...) {
       state_.record_failure(stream_, entry->name, std::current_exception());
     }
@@ -298,7 +309,7 @@ DEVTAP_FUNC void device_reader::pass_on_staged() {
 }
 
 DEVTAP_FUNC void device_reader::count_lost() {
-  pass_on_staged();  // (handed in after close() gave up: counted lost there)
+  pass_on_staged(true);  // close() gave up on this device: what was set aside is counted, not delivered
   publish_progress();
   std::uint64_t lost = 0;
   for (record_ref rec = reader_.peek(); rec.kind == record_kind::data || rec.kind == record_kind::skip;
@@ -328,7 +339,7 @@ DEVTAP_FUNC std::string describe_malformed(const record_ref& rec) {
 }
 
 DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
-  pass_on_staged();  // the records before it were good
+  pass_on_staged(false);  // the records before it were good
   // What the ring holds from the malformed record on cannot be parsed into records (its framing is
   // broken): counted in bytes, from the reader's position to the producers' tail.
   std::string left;

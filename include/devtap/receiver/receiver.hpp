@@ -169,7 +169,9 @@ private:
             s->streams[device]->lost_at_close.fetch_add(records, std::memory_order_relaxed);
           }};
       const detail::point_kind kind = entry->kind;
-      entry = std::make_shared<detail::merged_entry>(std::move(entry), devices, state_->options.merge_lag,
+      std::vector<const device*> by_index;
+      for (const auto& stream : state_->streams) by_index.push_back(stream->dev);
+      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state_->options.merge_lag,
                                                      std::move(sink), state_->id);
       entry->kind = kind;
     }

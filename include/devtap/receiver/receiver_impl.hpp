@@ -259,6 +259,10 @@ DEVTAP_FUNC void receiver::refuse_inside(const char* call, bool devices_too) con
 
 DEVTAP_FUNC void receiver::abandon_all() {
   closed_.store(true, std::memory_order_release);
+  {  // no consumer is called again: a merged one's held records with them (its helper runs on)
+    std::lock_guard lock(state_->table_mutex);
+    for (auto& entry : state_->entries) entry->abandon_held();
+  }
   for (auto& stream : state_->streams) {
     detail::abandon(*stream);
     stream->dev->detach(&stream->out);
