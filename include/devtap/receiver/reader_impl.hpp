@@ -215,6 +215,10 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
     // This consumer may take long: records set aside for a merge go first, or the merge would take
     // their device for quiet while it holds an earlier record, and deliver later ones before it.
     pass_on_staged(false);
+    if (stream_.abandoned.load(std::memory_order_acquire)) [[unlikely]] {  // given up on during the merge's call
+      stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
   }
   delivery result;
   try {
@@ -283,6 +287,10 @@ DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry*
 DEVTAP_FUNC void device_reader::end_stream() {
   refresh_table();
   pass_on_staged(false);  // before any consumer's end, which may take long
+  if (stream_.abandoned.load(std::memory_order_acquire)) {  // given up on during the merge's call: no ends
+    count_lost();
+    return;
+  }
   for (auto& entry : table_) {
     try {
       entry->finish(stream_.index, *stream_.dev);
