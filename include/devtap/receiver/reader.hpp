@@ -180,7 +180,8 @@ private:
 
   // Whenever the reader catches up, is about to call a consumer that does not set records aside,
   // or stops: what consumers set aside goes on (merged_entry.hpp); `lost` when close() gave up.
-  void pass_on_staged(bool lost);
+  // False when close() gave up on the stream by the end (a merged call may have stuck past it).
+  bool pass_on_staged(bool lost);
 
   // The reader's last act on a device close() gave up on: count, without delivering, the records
   // still committed in the ring, so they are reported rather than silently gone.

@@ -39,8 +39,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     switch (rec.kind) {
       case record_kind::data:
         idle = 0;
-        // First: a reader close() gave up on calls no consumer again, not even with the end of
-        // the stream that close() queued behind the record it was stuck on.
+        // First: a reader close() gave up on calls no consumer again, not even with the end queued behind.
         if (stream_.abandoned.load(std::memory_order_acquire)) {
           count_lost();
           return;
@@ -209,16 +208,13 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
   const bool fits = rec.header->fingerprint == entry.fingerprint && entry.answers_calls == is_call;
   if (!fits) [[unlikely]]
     return settle(delivery::mismatch, false, entry, rec, id, is_call);
+  // A consumer that does not set records aside may take long: records set aside for a merge go first,
+  // or the merge would take their device for quiet while it holds an earlier record.
   if (entry.stages_records) {
     staged_ = true;
-  } else if (staged_) [[unlikely]] {
-    // This consumer may take long: records set aside for a merge go first, or the merge would take
-    // their device for quiet while it holds an earlier record, and deliver later ones before it.
-    pass_on_staged(false);
-    if (stream_.abandoned.load(std::memory_order_acquire)) [[unlikely]] {  // given up on during the merge's call
-      stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
+  } else if (staged_ && !pass_on_staged(false)) [[unlikely]] {  // given up on during the merge's call
+    stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
+    return false;
   }
   delivery result;
   try {
@@ -286,11 +282,8 @@ DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry*
 
 DEVTAP_FUNC void device_reader::end_stream() {
   refresh_table();
-  pass_on_staged(false);  // before any consumer's end, which may take long
-  if (stream_.abandoned.load(std::memory_order_acquire)) {  // given up on during the merge's call: no ends
-    count_lost();
-    return;
-  }
+  // Before any consumer's end, which may take long; given up on during the merge's call: no ends.
+  if (!pass_on_staged(false)) return count_lost();
   for (auto& entry : table_) {
     try {
       entry->finish(stream_.index, *stream_.dev);
@@ -305,7 +298,7 @@ DEVTAP_FUNC void device_reader::end_stream() {
   state_.mark_finished(stream_);
 }
 
-DEVTAP_FUNC void device_reader::pass_on_staged(bool lost) {
+DEVTAP_FUNC bool device_reader::pass_on_staged(bool lost) {
   staged_ = false;
   for (consumer_entry* entry : staging_consumers_) {
     try {
@@ -314,6 +307,7 @@ DEVTAP_FUNC void device_reader::pass_on_staged(bool lost) {
       state_.record_failure(stream_, entry->name, std::current_exception());
     }
   }
+  return !stream_.abandoned.load(std::memory_order_acquire);
 }
 
 DEVTAP_FUNC void device_reader::count_lost() {
