@@ -1393,6 +1393,28 @@ TEST_CASE("hostile merged: a merged coroutine sees its end at close() when close
   }
 }
 
+namespace {
+// What the two tests below share: a merged consumer whose call sticks until `release`, and a gate, a
+// consumer that keeps the reader busy for 100 ms while what is tapped after it queues up.
+struct stuck_merge {
+  struct state {
+    std::atomic<bool> release{false}, stuck{false}, closed{false};
+    std::atomic<int> late{0};  // consumer calls or ends that must not happen
+  };
+  std::shared_ptr<state> s = std::make_shared<state>();
+  devtap::cpu_client cpus{1};
+  devtap::receiver rx{devtap::receiver_options{
+      .devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 1ms}};
+  devtap::tap_point<int> merged = rx.attach<int>(
+      [s = s](const int&) {
+        s->stuck = true;
+        while (!s->release) std::this_thread::sleep_for(1ms);
+      },
+      devtap::merged);
+  devtap::tap_point<float> gate = rx.attach<float>([](const float&) { std::this_thread::sleep_for(100ms); });
+};
+}  // namespace
+
 // outfeed.md: "After close() has returned or thrown, no consumer is called again". The reader hands
 // its set-aside merged records in before it calls a plain consumer; when the merged consumer is stuck
 // in that hand-in past close_timeout, the plain consumer must not be called once it returns.
@@ -1400,34 +1422,19 @@ TEST_CASE("hostile merged: a merged call stuck past close() during a hand-in kee
           "[merged]") {
   watchdog dog("hostile merged: stuck hand-in", 60s);
   quiet_log quiet;
-  struct shared_state {
-    std::atomic<bool> release{false}, stuck{false};
-    std::atomic<int> plain_calls{0};
-  };
-  auto s = std::make_shared<shared_state>();
-  devtap::cpu_client cpus(1);
-  {
-    devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 1ms});
-    auto mp = rx.attach<int>(
-        [s](const int&) {
-          s->stuck = true;
-          while (!s->release) std::this_thread::sleep_for(1ms);
-        },
-        devtap::merged);
-    auto plain = rx.attach<double>([s](const double&) { s->plain_calls++; });
-    auto gate = rx.attach<float>([](const float&) { std::this_thread::sleep_for(100ms); });
-    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-      ctx.tap(gate, 0.0f);  // the reader is busy: the next two are in the ring when it reads on
-      ctx.tap(mp, 1);       // set aside by the reader...
-      ctx.tap(plain, 2.0);  // ... and handed in before this one's call: the merged call sticks
-    });
-    REQUIRE(eventually([&] { return s->stuck.load(); }, 10000ms));
-    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
-    s->release = true;
-    CHECK(eventually([&] { return rx.stats().devices[0].lost_at_close == 1; }, 10000ms));  // the plain record
-    std::this_thread::sleep_for(50ms);
-    CHECK(s->plain_calls == 0);
-  }
+  stuck_merge t;
+  auto plain = t.rx.attach<double>([s = t.s](const double&) { s->late++; });
+  t.cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    ctx.tap(t.gate, 0.0f);  // the reader is busy: the next two are in the ring when it reads on
+    ctx.tap(t.merged, 1);   // set aside by the reader...
+    ctx.tap(plain, 2.0);    // ... and handed in before this one's call: the merged call sticks
+  });
+  REQUIRE(eventually([&] { return t.s->stuck.load(); }, 10000ms));
+  CHECK_THROWS_AS(t.rx.close(), devtap::timeout_error);
+  t.s->release = true;
+  CHECK(eventually([&] { return t.rx.stats().devices[0].lost_at_close == 1; }, 10000ms));  // the plain record
+  std::this_thread::sleep_for(50ms);
+  CHECK(t.s->late == 0);
 }
 
 // The same at the stream's end: the reader hands its set-aside records in before the consumers' ends;
@@ -1436,37 +1443,22 @@ TEST_CASE("hostile merged: a merged call stuck past close() at the stream's end 
           "[merged]") {
   watchdog dog("hostile merged: stuck hand-in at the end", 60s);
   quiet_log quiet;
-  struct shared_state {
-    std::atomic<bool> release{false}, stuck{false}, closed{false};
-    std::atomic<int> after_close{0};
-  };
-  auto s = std::make_shared<shared_state>();
-  devtap::cpu_client cpus(1);
-  {
-    devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 1ms});
-    auto mp = rx.attach<int>(
-        [s](const int&) {
-          s->stuck = true;
-          while (!s->release) std::this_thread::sleep_for(1ms);
-        },
-        devtap::merged);
-    auto co = rx.attach<double>([s](devtap::inbox<double> in) -> devtap::consumer<double> {
-      while (auto v = co_await in.next()) {
-      }
-      if (s->closed) s->after_close++;  // its end, after close() threw
-    });
-    auto gate = rx.attach<float>([](const float&) { std::this_thread::sleep_for(100ms); });
-    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
-      ctx.tap(co, 1.0);
-      ctx.tap(gate, 0.0f);  // the reader is busy: the merged record and close()'s end marker queue up
-      ctx.tap(mp, 1);
-    });
-    // The merged call sticks at the stream's end (on a loaded machine close() may give up while the
-    // reader is still in the gate: then nothing sticks, and no end is given either).
-    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
-    s->closed = true;
-    s->release = true;
-    std::this_thread::sleep_for(300ms);
-    CHECK(s->after_close == 0);
-  }
+  stuck_merge t;
+  auto co = t.rx.attach<double>([s = t.s](devtap::inbox<double> in) -> devtap::consumer<double> {
+    while (auto v = co_await in.next()) {
+    }
+    if (s->closed) s->late++;  // its end, after close() threw
+  });
+  t.cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    ctx.tap(co, 1.0);
+    ctx.tap(t.gate, 0.0f);  // the reader is busy: the merged record and close()'s end marker queue up
+    ctx.tap(t.merged, 1);
+  });
+  // The merged call sticks at the stream's end (on a loaded machine close() may give up while the
+  // reader is still in the gate: then nothing sticks, and no end is given either).
+  CHECK_THROWS_AS(t.rx.close(), devtap::timeout_error);
+  t.s->closed = true;
+  t.s->release = true;
+  std::this_thread::sleep_for(300ms);
+  CHECK(t.s->late == 0);
 }
