@@ -8,9 +8,11 @@
 //   devtap e2e      until the host has formatted and written every line (rx.flush())
 //
 // stdout is pointed at /dev/null while printf runs (it writes there at the sync point); devtap
-// writes to a FILE on /dev/null. First, with printf's default FIFO, the same kernel's output is
-// captured and its lines counted: how many printf loses, against devtap::print's none. Exit 77
-// without a GPU (only then). The formatter: gpu_host.cpp.
+// writes to a FILE on /dev/null. With printf's default FIFO, the same kernel's output is captured
+// and its lines counted: how many printf loses, against devtap::print's none. That runs in a child
+// process (this program with --printf-loss-only): CUDA refuses a new FIFO size once a kernel that
+// calls printf has run, so one process cannot measure both. Exit 77 without a GPU (only then).
+// The formatter: gpu_host.cpp.
 #include <devtap/devtap.hpp>
 #include <devtap/print.hpp>
 
@@ -57,8 +59,9 @@ int main(int argc, char** argv) {
                  gpu.nothing_to_run_on() ? "skipped" : "FAILED");
     return gpu.nothing_to_run_on() ? 77 : 1;
   }
-  unsigned blocks = 1024, threads = 256;
+  unsigned blocks = 128, threads = 256;  // 262144 lines: 11 MB of printf output
   int lines = 8, reps = 3;
+  bool loss_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--smoke") {
@@ -71,18 +74,20 @@ int main(int argc, char** argv) {
       lines = std::atoi(argv[++i]);
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (a == "--printf-loss-only") {
+      loss_only = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--smoke] [--blocks N] [--lines L] [--reps R]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--smoke] [--blocks N] [--lines L] [--reps R] [--printf-loss-only]\n", argv[0]);
       return 2;
     }
   }
   devtap::set_log_level(devtap::log_level::warn);
   const double total = static_cast<double>(blocks) * threads * lines;
 
-  // Lines printf loses with its default FIFO (1 MB): the kernel's output goes to a temporary file,
-  // whose lines are counted. First, before the FIFO is enlarged for the throughput runs below.
+  // Lines printf keeps with its default FIFO (1 MB): the kernel's output goes to a temporary file,
+  // whose lines are counted (the child process of the run below prints that count).
   std::uint64_t printf_kept = 0;
-  {
+  if (loss_only) {
     std::FILE* capture = std::tmpfile();
     if (capture == nullptr) return 1;
     std::fflush(stdout);
@@ -94,9 +99,24 @@ int main(int argc, char** argv) {
     dup2(saved, 1);
     close(saved);
     if (!printed) return 1;
+    std::fprintf(stderr, "printf with its default FIFO: done\n");  // progress on stderr: a hang shows where
     std::rewind(capture);
     for (int c; (c = std::fgetc(capture)) != EOF;) printf_kept += c == '\n';
     std::fclose(capture);
+    std::printf("%llu\n", static_cast<unsigned long long>(printf_kept));
+    return 0;
+  }
+  {
+    const std::string child = std::string(argv[0]) + " --printf-loss-only --blocks " + std::to_string(blocks) +
+                              " --lines " + std::to_string(lines);
+    std::FILE* kept = popen(child.c_str(), "r");
+    unsigned long long n = 0;
+    const bool counted = kept != nullptr && std::fscanf(kept, "%llu", &n) == 1;
+    if (kept == nullptr || pclose(kept) != 0 || !counted) {
+      std::fprintf(stderr, "devtap-bench-print-gpu: the printf loss run (%s) failed\n", child.c_str());
+      return 1;
+    }
+    printf_kept = n;
   }
   if (!ok(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, static_cast<std::size_t>(total) * 256 + (1u << 20)), "printf FIFO"))
     return 1;
@@ -120,6 +140,7 @@ int main(int argc, char** argv) {
     close(saved);
     close(null_fd);
     if (!printed) return 1;
+    std::fprintf(stderr, "round %d: printf %.3f s\n", r, printf_s);
 
     devtap::receiver rx({.devices = {gpu}, .budget_bytes = std::size_t{64} << 20, .name = "bench-print-gpu"});
     auto prints = devtap::attach_print(rx, {.sink = devnull});
@@ -130,6 +151,7 @@ int main(int argc, char** argv) {
     rx.flush();
     const double e2e_s = now_s() - t0;
     rx.close();
+    std::fprintf(stderr, "round %d: devtap::print kernel %.3f s, every line written %.3f s\n", r, kernel_s, e2e_s);
     if (prints.stats().lines != static_cast<std::uint64_t>(total)) {
       std::fprintf(stderr, "devtap::print wrote %llu lines, not %.0f\n", static_cast<unsigned long long>(prints.stats().lines),
                    total);

@@ -39,7 +39,8 @@ __global__ void every_kind(devtap::printer out, const float* data, int n) {
   devtap::print<"thread {} of {} data {:.2f} {} {}">(out, t, blockDim.x, data[t % n], ints, flags);
   devtap::print<"char {} bool {} i8 {} u64 {:#x} double {:e} enum {} ptr {}">(
       out, 'k', t == 0, static_cast<signed char>(-1), 0xffull, 1.0 / (t + 1), phase::run, static_cast<const void*>(data));
-  devtap::print<"span {::.1f} text {} literal {}">(out, std::span<const float>(data, n), std::string_view("sv"), "lit");
+  // With its length: std::string_view("sv") calls strlen, which device code lacks (docs/print.md).
+  devtap::print<"span {::.1f} text {} literal {}">(out, std::span<const float>(data, n), std::string_view("sv", 2), "lit");
 }
 
 constexpr int lines_per_thread = 16;

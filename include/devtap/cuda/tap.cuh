@@ -217,9 +217,13 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   }
 }
 
-/** warp_tap's body for the lanes in `group` (all of them running it now). */
+/** warp_tap's body for the lanes in `group` (all of them running it now). `lanes_copy`: the lanes
+ *  share the payload's copy; only where the caller named the group (`group_named`): a group taken
+ *  from `__activemask()` after divergent code was seen on an H200 to name lanes that wrote
+ *  elsewhere, leaving words of the record unwritten (tests/cuda warp_taps_after_branch). */
 template <class T>
-__device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_point<T>& point, const T& value) {
+__device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& out, const tap_point<T>& point,
+                               const T& value) {
   const ring_view ring = out.ring();
   // Lanes with an empty handle leave, and the others must not name them in a *_sync mask (every
   // lane of a mask has to reach the call): the group shrinks to the lanes holding a ring first.
@@ -268,8 +272,9 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
     }
     dst += sizeof(tap_stamp);
   }
+  const unsigned copiers = group_named ? lanes : 1;
   if constexpr (is_raw_v<T>) {
-    strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, lanes);
+    if (rank < copiers) strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, copiers);
   } else if constexpr (shape_of<T> == shape::span) {
     using E = typename T::element_type;
     const auto count = shfl_u64(mask, value.size(), leader);
@@ -277,7 +282,8 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
         shfl_u64(mask, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data())), leader)));
     // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
     // same address names each lane's own local memory. Then the leader copies them alone.
-    const bool lanes_can_read = __shfl_sync(mask, lane == leader ? !__isLocal(value.data()) : 0, static_cast<int>(leader)) != 0;
+    const bool lanes_can_read =
+        group_named && __shfl_sync(mask, lane == leader ? !__isLocal(value.data()) : 0, static_cast<int>(leader)) != 0;
     if (rank == 0) *reinterpret_cast<std::uint64_t*>(dst) = count;  // the span encoding: u64 count, elements
     if (lanes_can_read) strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
     else if (lane == leader) strided_copy(dst + 8, data, count * sizeof(E), 0, 1);
@@ -308,18 +314,19 @@ __device__ void warp_tap_group(unsigned group, const outfeed& out, const tap_poi
  *
  *  Without a mask, the group is the lanes active at the call (`__activemask()`): lanes that
  *  diverged before it (a branch, a loop with lane-dependent trips) may arrive apart and then send
- *  one record per arrival. Pass the lanes that call it as `lanes` to have them meet first
- *  (`__syncwarp(lanes)`): one record, whatever came before. */
+ *  one record per arrival, and the first lane copies the payload alone. Pass the lanes that call
+ *  it as `lanes` to have them meet first (`__syncwarp(lanes)`): one record, whatever came before,
+ *  copied by all of them. */
 template <class T>
 __device__ void warp_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
-  detail::warp_tap_group(__activemask(), out, point, value);
+  detail::warp_tap_group(__activemask(), false, out, point, value);
 }
 
 /** As above, for exactly the lanes in `lanes` (each of which must call it, as for `__syncwarp`). */
 template <class T>
 __device__ void warp_tap(unsigned lanes, const outfeed& out, const tap_point<T>& point, const T& value) {
   __syncwarp(lanes);
-  detail::warp_tap_group(lanes, out, point, value);
+  detail::warp_tap_group(lanes, true, out, point, value);
 }
 
 #endif

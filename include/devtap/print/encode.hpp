@@ -92,6 +92,14 @@ struct print_with_spans<std::tuple<Ts...>, A, Rest...> {
   using type = typename print_with_spans<next, Rest...>::type;
 };
 
+// The tuple built from its parts: nvcc 13 compiles the default constructor of a tuple holding a
+// print_record and a span as unreachable in device code (the kernel then ran off its end: an
+// illegal instruction, or prints that vanished, on an H200), where this constructor compiles.
+template <class Value, class Record, std::size_t... I>
+DEVTAP_HOST_DEVICE inline Value print_value_from(const Record& rec, std::index_sequence<I...>) {
+  return Value(rec, std::tuple_element_t<I + 1, Value>{}...);
+}
+
 template <class Sig, std::size_t I, class Value, class T>
 DEVTAP_HOST_DEVICE inline void print_put_span(Value& value, const T& v) {
   using A = print_arg<std::remove_cv_t<T>>;
@@ -144,8 +152,8 @@ DEVTAP_HOST_DEVICE inline void print_send(const printer& p, const Args&... args)
   } else {
     rec.head.count = sizeof(record) - 8 + (print_span_bytes(args) + ... + 0);
     using value_type = typename print_with_spans<std::tuple<record>, Args...>::type;
-    value_type value;
-    std::get<0>(value) = rec;
+    value_type value =
+        print_value_from<value_type>(rec, std::make_index_sequence<std::tuple_size_v<value_type> - 1>{});
     print_put_spans<Sig>(value, std::index_sequence_for<Args...>{}, args...);
     p.out().tap(tap_point<value_type>{point.id, point.fingerprint, point.receiver}, value);
   }
