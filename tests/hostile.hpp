@@ -53,9 +53,10 @@ private:
   std::thread thread_;
 };
 
-// Polls `done` every millisecond until it holds or `limit` passes; says whether it held.
+// Polls `done` every millisecond until it holds or `limit` passes; says whether it held. The default
+// is long: a wait that holds costs only its time, and a loaded 2-core runner under TSan is slow.
 template <class F>
-bool eventually(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+bool eventually(F done, std::chrono::milliseconds limit = std::chrono::milliseconds(30000)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (done()) return true;

@@ -703,12 +703,14 @@ TEST_CASE("hostile: overflow_policy::error with a 256-byte ring: lines + throws 
 // Rule: "Nothing is lost under the receiver's `block` policy". The smallest ring a receiver allows
 // (256 bytes), a sink that sleeps now and then, prints of every size that fits.
 TEST_CASE("hostile: overflow_policy::block with a 256-byte ring and a slow sink loses nothing") {
-  watchdog wd(120s);
+  watchdog wd(240s);
   constexpr int n = 3000;
   devtap::cpu_client cpus(2);
   captured cap;
   int calls = 0;
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512});
+  // close() waits for all 6000 prints to pass the tiny rings: 7-8 s under TSan on 2 loaded cores,
+  // and once over the default 10 s.
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .close_timeout = std::chrono::minutes(2)});
   auto ch = devtap::attach_print(rx, {.sink = [&](std::string_view line, const devtap::device& d) {
                                         if (++calls % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
                                         cap.by_device[d.name()].emplace_back(line);

@@ -100,7 +100,7 @@ TEST_CASE("tapped = delivered + dropped + lost + consumer errors + unknown + mis
     devtap_test::eventually(
         [&] {
           const auto now = rx.stats().total();
-          return now.ignored > 0 && now.consumer_errors > 0 &&
+          return now.ignored > 0 && now.consumer_errors > 0 && now.unknown_ids > 0 && now.type_mismatches > 0 &&
                  (policy == devtap::overflow_policy::block || now.dropped_records > 0);
         },
         10s);

@@ -166,7 +166,9 @@ TEST_CASE("other host threads tap through rx.outfeed(dev)") {
 TEST_CASE("back-pressure: fast producers and a slow consumer lose nothing in a tiny ring") {
   devtap::cpu_client cpus(2);
   std::vector<std::uint64_t> count(2, 0), next(2, 0), out_of_order(2, 0);  // one slot per device thread
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 512, .name = "slow"});
+  // close() waits for all 40000 taps to pass the tiny rings: up to 7.5 s of the default 10 s under
+  // TSan on 2 loaded cores.
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 512, .close_timeout = 120s, .name = "slow"});
   auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v, const devtap::device& d) {
     const auto i = static_cast<std::size_t>(d.id());
     out_of_order[i] += v != next[i];
