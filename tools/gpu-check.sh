@@ -7,7 +7,8 @@
 #       and copies them into PACK (default build-gpu-check/pack, ignored by git) with the shared
 #       libraries they need that are not part of the C library or the compiler runtime ({fmt},
 #       the CUDA runtime) in PACK/lib. Prints PACK's size; the first word of the last line is PACK,
-#       relative to the repository root. Fails if PACK is over 64 MiB.
+#       relative to the repository root. Fails if PACK is over 64 MiB. CUDA objects older than
+#       the newest header are rebuilt (Meson 1.0 tracks no header dependencies for nvcc).
 #   tools/gpu-check.sh run PACK RESULTS
 #       Runs every program of PACK, each under a timeout, prints one table, and writes each log,
 #       the bench CSVs and env.txt into RESULTS. The timeouts are cut to a budget of 285 s in all
@@ -61,6 +62,11 @@ import json, sys
 sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json.load(sys.stdin)) else 1)'; then
     echo "gpu-check: $build is configured with -Dcuda=disabled" >&2; exit 1
   fi
+  # Meson 1.0 (Debian 12) records no header dependencies for nvcc objects, so an incremental build
+  # keeps CUDA objects older than a changed header: remove those, so the pack is never stale.
+  local newest
+  newest=$(find include -type f -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+  [[ -n $newest ]] && find "$build" -name '*.cu.o' ! -newer "$newest" -delete
   local targets=()
   while IFS='|' read -r name path args limit what; do targets+=("$path"); done < <(programs)
   if ! ninja -C "$build" "${targets[@]}"; then
