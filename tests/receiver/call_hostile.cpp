@@ -658,7 +658,7 @@ TEST_CASE("hostile call: calls after close and after destruction, and a closed r
 // that is inside a call when its receiver closes must not touch freed memory when the next receiver
 // on the device opens and closes at once (ASan watches).
 TEST_CASE("hostile call: host callers still inside a call while their receiver is destroyed and the next one on the device closes") {
-  watchdog dog("successor closes under callers", 60s);
+  watchdog dog("successor closes under callers", 120s);
   devtap::cpu_client cpus(1);
   // 40 host threads each make ONE call while the receiver is open; the handler holds the first, so
   // all 40 have committed their requests and sleep on their slots' bells. The callers live on CPU 1
@@ -694,7 +694,17 @@ TEST_CASE("hostile call: host callers still inside a call while their receiver i
       return n;
     };
     REQUIRE(eventually([&] { return slots_taken() == callers_count; }, 10s));  // callers at SCHED_IDLE
-    std::this_thread::sleep_for(100ms);  // committed, spun, and asleep on their bells
+    // Committed, spun, and asleep on their bells (a fixed 100 ms left them all still spinning on a
+    // loaded machine, and the round tested nothing); where SCHED_IDLE threads get no CPU in 5 s,
+    // the round goes on and says so.
+    auto asleep = [&] {
+      int n = 0;
+      for (auto& slot : out.ring().consumer->replies)
+        n += std::atomic_ref<std::uint32_t>(slot.header.caller_sleeps).load() != 0;
+      return n;
+    };
+    if (!eventually([&] { return asleep() == callers_count; }, 5s))
+      WARN("round " << round << ": " << asleep() << " of " << callers_count << " callers asleep on their bells");
     CHECK(returned == 0);
     starver.hold();
     *release = true;  // the reader answers all 40 and rings their bells; CPU 1 is the spinner's
