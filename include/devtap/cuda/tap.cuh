@@ -217,10 +217,10 @@ __device__ void device_tap(const outfeed& out, const tap_point<T>& point, const 
   }
 }
 
-/** warp_tap's body for the lanes in `group` (all of them running it now). `lanes_copy`: the lanes
- *  share the payload's copy; only where the caller named the group (`group_named`): a group taken
- *  from `__activemask()` after divergent code was seen on an H200 to name lanes that wrote
- *  elsewhere, leaving words of the record unwritten (tests/cuda warp_taps_after_branch). */
+/** warp_tap's body for the lanes in `group` (all of them running it now). The lanes share the
+ *  payload's copy only where the caller named the group (`group_named`): a group taken from
+ *  `__activemask()` after divergent code was seen on an H200 to name lanes that wrote elsewhere,
+ *  leaving words of the record unwritten (tests/cuda warp_taps_after_branch). */
 template <class T>
 __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& out, const tap_point<T>& point,
                                const T& value) {
