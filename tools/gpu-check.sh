@@ -8,7 +8,8 @@
 #       libraries they need that are not part of the C library or the compiler runtime ({fmt},
 #       the CUDA runtime) in PACK/lib. Prints PACK's size; the first word of the last line is PACK,
 #       relative to the repository root. Fails if PACK is over 64 MiB. CUDA objects older than
-#       the newest header are rebuilt (Meson 1.0 tracks no header dependencies for nvcc).
+#       the newest header (include/, tests/, examples/, bench/) are rebuilt (Meson 1.0 tracks no
+#       header dependencies for nvcc).
 #   tools/gpu-check.sh run PACK RESULTS
 #       Runs every program of PACK, each under a timeout, prints one table, and writes each log,
 #       the bench CSVs and env.txt into RESULTS. The timeouts are cut to a budget of 285 s in all
@@ -63,9 +64,11 @@ sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json
     echo "gpu-check: $build is configured with -Dcuda=disabled" >&2; exit 1
   fi
   # Meson 1.0 (Debian 12) records no header dependencies for nvcc objects, so an incremental build
-  # keeps CUDA objects older than a changed header: remove those, so the pack is never stale.
+  # keeps CUDA objects older than a changed header: remove those, so the pack is never stale. Any
+  # header a .cu file may include counts: the library's and those of the tests, examples and benches.
   local newest
-  newest=$(find include -type f -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+  newest=$(find include tests examples bench -type f \( -name '*.hpp' -o -name '*.cuh' -o -name '*.h' \) \
+    -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
   [[ -n $newest ]] && find "$build" -name '*.cu.o' ! -newer "$newest" -delete
   local targets=()
   while IFS='|' read -r name path args limit what; do targets+=("$path"); done < <(programs)

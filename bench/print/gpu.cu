@@ -107,7 +107,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   {
-    const std::string child = std::string(argv[0]) + " --printf-loss-only --blocks " + std::to_string(blocks) +
+    std::string self = "'";  // argv[0] for the shell, single-quoted: a path with spaces or quotes stays one word
+    for (const char* c = argv[0]; *c != '\0'; ++c) self += *c == '\'' ? std::string("'\\''") : std::string(1, *c);
+    self += '\'';
+    const std::string child = self + " --printf-loss-only --blocks " + std::to_string(blocks) +
                               " --lines " + std::to_string(lines);
     std::FILE* kept = popen(child.c_str(), "r");
     unsigned long long n = 0;
