@@ -1,7 +1,8 @@
 // devtap::call against the round trips a user would build by hand, in the same run (docs/call.md,
 // docs/performance.md): calls/s with 1 and 4 callers on one device, and round-trip latency (p50,
 // p99) with the reader idle (calls back to back) and busy (32 records of 8 B sent before each call,
-// through the same channel, which the server must handle first).
+// through the same channel, which the server must handle first). devtap runs twice, without and with
+// receiver_options::timestamps (each call and record then stamped on the device): "devtap-stamped".
 //
 //   devtap-bench-call [--reps N] [--calls N] [--smoke] [--csv PATH]
 //
@@ -35,6 +36,7 @@ using bench::now_ns;
 using bench::placement;
 
 constexpr int busy_records = 32;  // sent before each call in the "busy" latency runs
+constexpr int impls = 4;          // devtap, devtap-stamped, then the two peers
 
 struct result {
   double calls_per_s = 0;
@@ -46,7 +48,8 @@ std::uint64_t answer_of(std::uint64_t q) { return q * 3 + 1; }
 // ---- devtap ------------------------------------------------------------------------------------
 class devtap_cell {
 public:
-  devtap_cell() : cpus_(1), rx_({.devices = {cpus_.cpu_devices()[0]}, .name = "bench-call"}) {
+  explicit devtap_cell(bool timestamps)
+      : cpus_(1), rx_({.devices = {cpus_.cpu_devices()[0]}, .name = "bench-call", .timestamps = timestamps}) {
     records_ = rx_.attach<std::uint64_t>([this](const std::uint64_t& v) { sink_ += v; });
     ask_ = rx_.serve<std::uint64_t, std::uint64_t>([this](const std::uint64_t& q) {
       if (!pinned_) {  // the reader thread runs the handler: pin it where the peers' servers run
@@ -257,7 +260,7 @@ int main(int argc, char** argv) {
     }
   }
   placement::get().init(true);
-  devtap_cell cell;
+  devtap_cell cell(false), stamped(true);
   std::vector<row> rows;
   struct scenario {
     const char* what;
@@ -267,21 +270,23 @@ int main(int argc, char** argv) {
   const scenario scenarios[] = {{"idle", 1, false}, {"busy", 1, true}, {"idle", 4, false}, {"busy", 4, true}};
   for (const scenario& sc : scenarios) {
     const std::uint64_t n = sc.busy ? calls / 4 : calls;
-    std::vector<double> rate[3];
-    std::vector<std::uint64_t> lat[3];
+    std::vector<double> rate[impls];
+    std::vector<std::uint64_t> lat[impls];
     (void)cell.run(sc.callers, n / 10 + 1, sc.busy, false);  // warm up
-    for (int r = 0; r < reps; ++r) {  // interleaved: drift hits all three alike
+    (void)stamped.run(sc.callers, n / 10 + 1, sc.busy, false);
+    for (int r = 0; r < reps; ++r) {  // interleaved: drift hits all alike
       auto d = cell.run(sc.callers, n, sc.busy, true);
+      auto ds = stamped.run(sc.callers, n, sc.busy, true);
       auto p = run_peer<promise_channel>(sc.callers, n, sc.busy, true);
       auto s = run_peer<spsc_channel>(sc.callers, n, sc.busy, true);
-      result* all[3] = {&d, &p, &s};
-      for (int k = 0; k < 3; ++k) {
+      result* all[impls] = {&d, &ds, &p, &s};
+      for (int k = 0; k < impls; ++k) {
         rate[k].push_back(all[k]->calls_per_s);
         lat[k].insert(lat[k].end(), all[k]->latencies_ns.begin(), all[k]->latencies_ns.end());
       }
     }
-    const char* names[3] = {"devtap", promise_channel::name, spsc_channel::name};
-    for (int k = 0; k < 3; ++k)
+    const char* names[impls] = {"devtap", "devtap-stamped", promise_channel::name, spsc_channel::name};
+    for (int k = 0; k < impls; ++k)
       rows.push_back({names[k], sc.what, sc.callers, bench::summarize(rate[k]), bench::percentile(lat[k], 0.5) / 1e3,
                       bench::percentile(lat[k], 0.99) / 1e3});
   }
@@ -293,9 +298,9 @@ int main(int argc, char** argv) {
   std::printf("%-15s %-5s %7s %14s %10s %8s %8s\n", "impl", "load", "callers", "calls/s", "x best", "p50 us", "p99 us");
   std::FILE* out = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
   if (out) std::fprintf(out, "impl,load,callers,calls_per_s,calls_per_s_min,calls_per_s_max,ratio_best_peer,p50_us,p99_us\n");
-  for (std::size_t i = 0; i < rows.size(); i += 3) {
-    const double best_peer = std::max(rows[i + 1].calls_per_s.median, rows[i + 2].calls_per_s.median);
-    for (std::size_t k = i; k < i + 3; ++k) {
+  for (std::size_t i = 0; i < rows.size(); i += impls) {
+    const double best_peer = std::max(rows[i + 2].calls_per_s.median, rows[i + 3].calls_per_s.median);
+    for (std::size_t k = i; k < i + impls; ++k) {
       const row& w = rows[k];
       const double ratio = w.calls_per_s.median / best_peer;
       std::printf("%-15s %-5s %7d %14.0f %10.2f %8.2f %8.2f\n", w.impl.c_str(), w.what.c_str(), w.callers,

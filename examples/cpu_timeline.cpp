@@ -1,5 +1,6 @@
 // One timeline for several devices: four cpu devices run a solver whose steps are scopes (forward,
-// backward) and whose statistics are taps, and print now and then. The receiver stamps every record
+// backward) and whose statistics are taps, print now and then, and ask the host for their decay
+// every 20 steps (a call, on the timeline where it was asked). The receiver stamps every record
 // on its device, writes a trace file (open it in ui.perfetto.dev or chrome://tracing) and a
 // recording; a merged consumer sees every device's steps in the order they were tapped. After the
 // run, the recording is replayed to the same kind of consumer and checked against the live run.
@@ -11,6 +12,7 @@
 #include <fmt/core.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <future>
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : ".";
   const std::string trace = dir + "/timeline.json", recording = dir + "/timeline.devtap";
   std::vector<seen> live;
+  int calls = 0;
   {
     // merge_lag: how long a device may stay silent before the merged consumer stops waiting for it.
     // Generous here, so that the order holds even on a machine busy enough to stall a reader.
@@ -66,6 +69,14 @@ int main(int argc, char** argv) {
         },
         devtap::merged, "step");
     devtap::print_channel prints = devtap::attach_print(rx, {.sink = [](std::string_view) {}});  // lines: trace only
+    // The host's answer to "which decay from this step on?"; info.time is when the device asked.
+    std::atomic<int> asked_before_answered{0};
+    auto schedule = rx.serve<int, double>(
+        [&](const int& step, const devtap::tap_info& info) {
+          asked_before_answered += info.stamped && info.time <= std::chrono::steady_clock::now();
+          return step < steps / 2 ? 0.95 : 0.9;
+        },
+        "schedule");
 
     std::vector<std::future<double>> runs;
     int rank = 0;
@@ -73,8 +84,9 @@ int main(int argc, char** argv) {
       const int work = 2000 * (1 + rank++);  // the devices run at different speeds
       runs.push_back(dev->submit([=](devtap::cpu_context& ctx) {
         devtap::printer out(ctx, prints);
-        double x = 1.0, loss = 1.0;
+        double x = 1.0, loss = 1.0, decay = 1.0;
         for (int s = 0; s < steps; ++s) {
+          if (s % 20 == 0) decay = ctx.call(schedule, s);  // this device waits for the answer
           auto step = ctx.scope("step");
           {
             auto forward = ctx.scope("forward");
@@ -84,7 +96,7 @@ int main(int argc, char** argv) {
             auto backward = ctx.scope("backward");
             x = busy(x, 2 * work);
           }
-          loss *= 0.95;
+          loss *= decay;
           ctx.tap(point, step_stats{s, static_cast<float>(loss), static_cast<float>(x)});
           if (s % 10 == 0) devtap::print<"step {} loss {:.4f}">(out, s, loss);
         }
@@ -95,6 +107,8 @@ int main(int argc, char** argv) {
     rx.close();  // the trace file and the recording are complete when close() returns
     const devtap::device_stats total = rx.stats().total();
     fmt::print("live: {} records from {} devices, {} dropped\n", total.records, runs.size(), total.dropped_records);
+    fmt::print("calls: {} answered, each stamped when it was asked\n", asked_before_answered.load());
+    calls = asked_before_answered.load();
   }
 
   bool in_order = true;
@@ -114,7 +128,9 @@ int main(int argc, char** argv) {
   const bool same = live == replayed;  // the same records, devices, times and sequence numbers, in the same order
   fmt::print("replay: {} of {} recorded records delivered; matches the live run: {}\n", stats.delivered, stats.records,
              same ? "yes" : "NO");
-  fmt::print("trace: {} ({} devices x {} steps: {} taps, {} scope begins and ends, {} prints)\n", trace, rp.devices().size(),
-             steps, rp.devices().size() * steps, rp.devices().size() * steps * 6, rp.devices().size() * (steps / 10));
-  return same && in_order && !live.empty() ? 0 : 1;
+  fmt::print("trace: {} ({} devices x {} steps: {} taps, {} scope begins and ends, {} prints, {} calls)\n", trace,
+             rp.devices().size(), steps, rp.devices().size() * steps, rp.devices().size() * steps * 6,
+             rp.devices().size() * (steps / 10), rp.devices().size() * (steps / 20));
+  const bool all_calls = calls == static_cast<int>(rp.devices().size()) * (steps / 20);
+  return same && in_order && all_calls && !live.empty() ? 0 : 1;
 }

@@ -654,15 +654,20 @@ HARNESS_CASE(call_after_close) {
 
 // Timestamps (issue 16): every tap stamped with %globaltimer mapped onto the host's clock, each
 // thread's stamps in its tap order, the device's sequence numbers 0..n-1 with no gap, every time
-// within the run's host window widened by the calibration's bound; warp_tap and scopes stamped too.
+// within the run's host window widened by the calibration's bound; warp_tap, scopes and calls (one
+// per warp, after its taps) stamped too.
 __global__ void stamped_kernel(devtap::outfeed out, devtap::tap_point<seq_rec> p, devtap::tap_point<seq_rec> warp,
-                               int per_thread) {
+                               devtap::call_point<seq_rec, std::uint64_t> ask, int per_thread, unsigned* wrong_answers) {
   const unsigned t = global_id();
   out.scope_begin(7);
   for (int i = 0; i < per_thread; ++i) {
     const seq_rec r{t, static_cast<std::uint32_t>(i), seq_check(t, static_cast<std::uint32_t>(i))};
     out.tap(p, r);
     devtap::warp_tap(out, warp, r);
+  }
+  if (threadIdx.x % 32 == 0) {
+    const devtap::call_result<std::uint64_t> answer = out.call(ask, seq_rec{t, static_cast<std::uint32_t>(per_thread), 0});
+    if (!answer.ok() || *answer != t) atomicAdd(wrong_answers, 1u);
   }
   out.scope_end(7);
 }
@@ -701,26 +706,42 @@ HARNESS_CASE(timestamps) {
     scopes += e.id == 7;
     note(info);
   }, devtap::shared);
+  std::uint64_t calls = 0;
+  auto ask = rx.serve<seq_rec, std::uint64_t>([&](const seq_rec& q, const devtap::tap_info& info) {
+    ++calls;  // (the device's reader: the same thread as the consumers above)
+    note(info);
+    if (q.thread < last.size()) {
+      backwards += info.time < last[q.thread];  // after the thread's last tap
+      last[q.thread] = info.time;
+    }
+    return std::uint64_t{q.thread};
+  });
+  unsigned* wrong_answers = nullptr;
+  CUDA_OK(cudaMallocManaged(&wrong_answers, sizeof(unsigned)));
+  *wrong_answers = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  stamped_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, w, per_thread);
+  stamped_kernel<<<blocks, threads>>>(rx.outfeed(gpu()), p, w, ask, per_thread, wrong_answers);
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
+  CHECK_EQ(*wrong_answers, 0u);
+  CUDA_OK(cudaFree(wrong_answers));
   const auto t1 = std::chrono::steady_clock::now();
   rx.close();
   const auto closed = devtap::tap_info::clock::now();
   CHECK_EQ(records, std::uint64_t{blocks} * threads * per_thread);
   CHECK_EQ(scopes, std::uint64_t{blocks} * threads * 2);
+  CHECK_EQ(calls, std::uint64_t{blocks} * threads / 32);
   CHECK_EQ(unstamped, 0u);
   CHECK_EQ(backwards, 0u);
   std::sort(sequences.begin(), sequences.end());
   bool dense = true;
   for (std::size_t i = 0; i < sequences.size(); ++i) dense = dense && sequences[i] == i;
-  CHECK(dense);  // 0..n-1 over taps, warp taps and scopes: no number lost or used twice
+  CHECK(dense);  // 0..n-1 over taps, warp taps, scopes and calls: no number lost or used twice
   const auto slack = std::chrono::nanoseconds(bound + 2000);  // + the timer's tick
   CHECK(first_time + slack >= opened);
   CHECK(last_time <= closed + slack);
   std::printf("  %llu stamped records in %.3f ms of kernel time; stamps span %.3f ms\n",
-              static_cast<unsigned long long>(records + warp_records + scopes),
+              static_cast<unsigned long long>(records + warp_records + scopes + calls),
               std::chrono::duration<double, std::milli>(t1 - t0).count(),
               std::chrono::duration<double, std::milli>(last_time - first_time).count());
 }

@@ -325,6 +325,46 @@ HARNESS_CASE(calls_through_cuda_atomics) {
   closer.join();
 }
 
+HARNESS_CASE(stamped_calls_through_cuda_atomics) {
+  // With timestamps, a call's record starts with its stamp (time, the device's next number), its id
+  // carries the stamp flag, and its call_request follows the stamp.
+  d::host_ring_allocation mem(4096);
+  const devtap::outfeed out(mem.producer, devtap::overflow_policy::block, "gpu-test", true, 7, true);
+  const devtap::call_point<point3, std::uint64_t> point{5 | d::call_id_flag, devtap::call_fingerprint_v<point3, std::uint64_t>, 7};
+  constexpr std::uint32_t calls = 50;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint32_t> bad{0};
+  std::uint64_t last_time = 0, next_sequence = 0;  // (reader thread)
+  std::thread reader_thread([&] {
+    d::ring_reader reader(mem.host);
+    read_records(reader, [&] { return stop.load(); }, [&](const d::record_ref& rec) {
+      d::tap_stamp stamp{};
+      d::call_request request{};
+      point3 p{};
+      std::memcpy(&stamp, rec.payload, sizeof stamp);
+      std::memcpy(&request, rec.payload + sizeof stamp, sizeof request);
+      if (rec.header->consumer_id != (point.id | d::stamped_id_flag) || stamp.sequence != next_sequence++ ||
+          stamp.time_ns < last_time ||
+          !d::decode(rec.payload + sizeof stamp + sizeof request, rec.payload_bytes - sizeof stamp - sizeof request, p))
+        ++bad;
+      last_time = stamp.time_ns;
+      const std::uint64_t reply = static_cast<std::uint64_t>(p.x) + 1;
+      d::answer_call(mem.host, request, devtap::call_errc::none, &reply, sizeof reply);
+    });
+  });
+  std::uint32_t wrong = 0;
+  for (std::uint32_t i = 0; i < calls; ++i) {
+    const auto r = d::device_call(out, point, point3{float(i), 0, 0});
+    if (!r.ok() || *r != i + 1) ++wrong;
+  }
+  stop = true;
+  reader_thread.join();
+  CHECK_EQ(wrong, 0u);
+  CHECK_EQ(bad.load(), 0u);
+  CHECK_EQ(next_sequence, std::uint64_t{calls});
+  CHECK_EQ(mem.host.producer->taps, std::uint64_t{calls});
+}
+
 HARNESS_CASE(strided_copy_matches_the_codec) {
   // 32 "lanes" each copying their share give the codec's bytes: data, then zeros to a multiple of 8.
   alignas(8) std::uint8_t src[200];

@@ -2,12 +2,12 @@
 """Runs examples/cpu_timeline into a fresh folder and checks the trace file it wrote, with Python's
 json module, and the same trace converted from its recording by devtap-recording.
 
-    check_trace.py --tool DEVTAP_RECORDING --devices N --taps N --scope-ends N --prints N -- PROGRAM
+    check_trace.py --tool DEVTAP_RECORDING --devices N --taps N --scope-ends N --prints N --calls N -- PROGRAM
 
 Checks, for both traces: the file is JSON; every event is well-formed (ph, pid, tid, name; ts for
 every non-metadata event); each device's track has its name; on each track the times never go
 back (in file order); scopes begin and end in nested pairs with matching names; the counts of taps,
-scope ends and printed lines are the given ones; no drop, loss or error markers. And the summary of
+scope ends, printed lines and calls are the given ones; no drop, loss or error markers. And the summary of
 the recording names every device and the tap point with its count.
 """
 import argparse
@@ -66,6 +66,10 @@ def check(path: Path, args, problems: list, converted: bool) -> None:
             counts["tap"] += 1
             if not converted and set(e.get("args", {})) != {"step", "loss", "grad_norm", "sequence"}:
                 bad("lacks its named fields (devtap::field_names) or its sequence")
+        elif cat == "call":
+            counts["call"] += 1
+            if "sequence" not in e.get("args", {}):
+                bad("has no sequence")
         elif cat == "print":
             counts["print"] += 1
             if "line" not in e.get("args", {}):
@@ -77,7 +81,7 @@ def check(path: Path, args, problems: list, converted: bool) -> None:
             problems.append(f"{where}: track {tid} leaves scopes open: {stack}")
     if len(names) != args.devices:
         problems.append(f"{where}: {len(names)} named device tracks, expected {args.devices}")
-    for what, expected in (("tap", args.taps), ("scope", args.scope_ends), ("print", args.prints)):
+    for what, expected in (("tap", args.taps), ("scope", args.scope_ends), ("print", args.prints), ("call", args.calls)):
         if counts[what] != expected:
             problems.append(f"{where}: {counts[what]} {what} events, expected {expected}")
     print(f"{where}: {len(events)} events, {dict(counts)}, tracks {sorted(names.values())}")
@@ -85,7 +89,7 @@ def check(path: Path, args, problems: list, converted: bool) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for flag in ("--devices", "--taps", "--scope-ends", "--prints"):
+    for flag in ("--devices", "--taps", "--scope-ends", "--prints", "--calls"):
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--tool", required=True, help="the devtap-recording program")
     parser.add_argument("command", nargs=argparse.REMAINDER)

@@ -104,21 +104,30 @@ TEST_CASE("a coroutine reads in.info() for its current value") {
   }
 }
 
-TEST_CASE("a tap that is dropped still uses its sequence number: the consumer sees the gap") {
-  devtap::cpu_client cpus(1);
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024, .overflow = devtap::overflow_policy::drop,
-                       .timestamps = true});
-  std::latch entered(1);
+namespace {
+// One cpu device with a small ring under `drop` and timestamps, whose consumer keeps each record's
+// sequence number and holds the reader inside the record 0 until `release` is set.
+struct held_under_drop {
+  devtap::cpu_client cpus{1};
+  devtap::receiver rx{{.devices = all(cpus), .budget_bytes = 1024, .overflow = devtap::overflow_policy::drop,
+                       .timestamps = true}};
+  std::latch entered{1};
   std::atomic<bool> release{false};
   std::vector<std::uint64_t> sequences;
-  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v, const devtap::tap_info& info) {
+  devtap::tap_point<std::uint64_t> point = rx.attach<std::uint64_t>([this](const std::uint64_t& v, const devtap::tap_info& info) {
     if (v == 0) {
       entered.count_down();
       while (!release) std::this_thread::sleep_for(1ms);
     }
     sequences.push_back(info.sequence);
   });
-  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+};
+}  // namespace
+
+TEST_CASE("a tap that is dropped still uses its sequence number: the consumer sees the gap") {
+  held_under_drop h;
+  auto& [cpus, rx, entered, release, sequences, point, out] = h;
   out.tap(point, std::uint64_t{0});
   entered.wait();  // the reader is held: the ring fills and later taps are dropped
   for (std::uint64_t i = 1; i < 200; ++i) out.tap(point, i);
@@ -371,4 +380,113 @@ TEST_CASE("ids with the stamp or call bits are no consumer's; a huge merge lag d
   CHECK(got.empty());  // cpu:1 has shown nothing and not ended: held (a lag of max() is not zero)
   rx.close();
   CHECK(got == std::vector<int>{1});
+}
+
+namespace {
+struct call_seen {
+  std::uint64_t sequence;
+  clock_type::time_point time;
+  clock_type::time_point handled;
+  bool stamped;
+  const devtap::device* device;
+};
+}  // namespace
+
+TEST_CASE("with timestamps, a call carries when it was made and its number among the device's taps") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true});
+  std::vector<std::pair<int, devtap::tap_info>> taps;  // (reader thread only)
+  std::vector<call_seen> calls;
+  auto point = rx.attach<int>([&](const int& v, const devtap::tap_info& info) { taps.emplace_back(v, info); });
+  auto ask = rx.serve<int, int>([&](const int& q, const devtap::tap_info& info) {
+    calls.push_back({info.sequence, info.time, clock_type::now(), info.stamped, &info.device});
+    return q * 2;
+  });
+  const auto before = clock_type::now();
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 100; ++i) {
+      ctx.tap(point, i);
+      CHECK(ctx.call(ask, i) == 2 * i);
+    }
+  });
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  CHECK(*out.call(ask, 7) == 14);  // a host thread's call through the outfeed is stamped too
+  rx.close();
+  REQUIRE(taps.size() == 100);
+  REQUIRE(calls.size() == 101);
+  for (std::size_t i = 0; i < 100; ++i) {
+    CHECK(taps[i].second.sequence == 2 * i);  // tap, call, tap, call: one count, no gap
+    CHECK(calls[i].sequence == 2 * i + 1);
+    CHECK(calls[i].stamped);
+    CHECK(calls[i].device == cpus.cpu_devices()[0]);
+    CHECK(calls[i].time >= taps[i].second.time);  // made after the tap before it,
+    CHECK(calls[i].time <= calls[i].handled);     // and before its handler ran
+    if (i + 1 < 100) CHECK(calls[i].time <= taps[i + 1].second.time);
+  }
+  CHECK(calls.front().time >= before);
+  CHECK(calls.back().sequence == 200);
+  CHECK(calls.back().stamped);
+}
+
+TEST_CASE("without timestamps, a call's tap_info says when it was handed over and its place in the stream") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  std::vector<std::uint64_t> sequences;
+  std::vector<bool> stamped;
+  auto point = rx.attach<int>([&](const int&, const devtap::tap_info& info) { sequences.push_back(info.sequence); });
+  auto ask = rx.serve<int, int>([&](const int& q, const devtap::tap_info& info) {
+    sequences.push_back(info.sequence);
+    stamped.push_back(info.stamped);
+    return q + 1;
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 10; ++i) {
+      ctx.tap(point, i);
+      ctx.tap(point, i);
+      CHECK(ctx.call(ask, i) == i + 1);
+    }
+  });
+  rx.close();
+  REQUIRE(sequences.size() == 30);
+  for (std::size_t i = 0; i < sequences.size(); ++i) CHECK(sequences[i] == i);
+  CHECK(stamped == std::vector<bool>(10, false));
+}
+
+TEST_CASE("a call that finds the ring full under drop still uses its number: the next record shows the gap") {
+  held_under_drop h;
+  auto& [cpus, rx, entered, release, sequences, point, out] = h;
+  auto ask = rx.serve<std::uint64_t, std::uint64_t>([](const std::uint64_t& q) { return q; });
+  out.tap(point, std::uint64_t{0});
+  entered.wait();  // the reader is held
+  std::uint64_t tapped = 1;
+  while (rx.stats().devices[0].dropped_records == 0) out.tap(point, tapped++);  // until the ring is full
+  CHECK(out.call(ask, std::uint64_t{5}).error() == devtap::call_errc::ring_full);  // number `tapped`
+  release = true;
+  rx.flush();  // the ring drains
+  out.tap(point, std::uint64_t{999});
+  rx.close();
+  REQUIRE(sequences.size() >= 2);
+  CHECK(sequences.back() == tapped + 1);  // the call took `tapped`, the dropped tap before it tapped - 1
+  CHECK(rx.stats().devices[0].dropped_records == 2);
+}
+
+TEST_CASE("a stamped call on a receiver without timestamps is refused in its own slot, not left waiting") {
+  devtap_test::watchdog dog(30s);
+  devtap_test::quiet_log quiet;
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto ask = rx.serve<int, int>([](const int& q) { return q; });
+  const devtap::outfeed plain = rx.outfeed(*cpus.cpu_devices()[0]);
+  REQUIRE(*plain.call(ask, 1) == 1);
+  // An outfeed that stamps on this receiver's ring (the ring's flag says a stamp comes first): the
+  // reader keeps the flag in the id (no handler has it) and answers the slot after the stamp.
+  const devtap::outfeed stamping(plain.ring(), plain.policy(), "cpu:0", true, plain.receiver_id(), true);
+  auto r = std::async(std::launch::async, [&] { return stamping.call(ask, 2).error(); });
+  REQUIRE(r.wait_for(10s) == std::future_status::ready);
+  CHECK(r.get() == devtap::call_errc::no_handler);
+  CHECK(*plain.call(ask, 3) == 3);  // the slots still work
+  // Reported under the id it was meant for, saying why: the stamp flag is not part of the id.
+  CHECK_THROWS_WITH(rx.close(), Catch::Contains("[cpu:0] #1: 1 call(s) for unknown handler id 1 (stamped, and this "
+                                                "receiver takes no timestamps) refused (answered call_errc::no_handler)"));
+  CHECK(rx.stats().devices[0].unknown_ids == 1);
 }

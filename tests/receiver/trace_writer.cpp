@@ -131,6 +131,40 @@ TEST_CASE("devtap::field_names are the keys of a tap's arguments in the trace, l
   CHECK(taps == 200);
 }
 
+TEST_CASE("calls are events on their device's track at the time they were asked, numbered with its taps") {
+  const temp_file file("trace-calls");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .trace_file = file.path});
+    auto point = rx.attach<named_sample>([](named_sample) {}, "step stats");
+    auto ask = rx.serve<named_sample, int>([](const named_sample& q) { return q.step; }, "ask");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 50; ++i) {
+        ctx.tap(point, named_sample{i, 0.5f});
+        CHECK(ctx.call(ask, named_sample{i, 1.5f}) == i);
+      }
+    });
+    rx.close();
+  }
+  std::vector<nlohmann::json> instants;
+  for (const auto& e : read_trace(file.path))
+    if (e["ph"] == "i") instants.push_back(e);
+  REQUIRE(instants.size() == 100);
+  double last = 0;
+  for (std::size_t k = 0; k < instants.size(); ++k) {
+    const auto& e = instants[k];
+    INFO(e.dump());
+    const bool is_call = k % 2 == 1;  // tap, call, tap, call: in the order they were made
+    CHECK(e["cat"] == (is_call ? "call" : "tap"));
+    CHECK(e["name"] == (is_call ? "ask" : "step stats"));
+    CHECK(e["args"]["sequence"].get<std::size_t>() == k);
+    CHECK(e["args"]["step"].get<std::size_t>() == k / 2);
+    CHECK(e["args"]["loss"].get<double>() == (is_call ? 1.5 : 0.5));
+    CHECK(e["ts"].get<double>() >= last);
+    last = e["ts"].get<double>();
+  }
+}
+
 TEST_CASE("the trace marks drops, consumer failures and unknown ids on the device's track") {
   const temp_file file("trace-markers");
   const std::string& path = file.path;

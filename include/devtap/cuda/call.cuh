@@ -33,6 +33,16 @@ DEVTAP_HOST_DEVICE inline void copy_reply(void* dst, const std::byte* src, std::
   for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<unsigned char>(src[i]);
 }
 
+/** A call's stamp time: the GPU's %globaltimer, or the steady clock where host code of a .cu file runs
+ *  the protocol (tests/cuda/tap_host.cu). */
+DEVTAP_HOST_DEVICE inline std::uint64_t call_time_ns() {
+#if defined(__CUDA_ARCH__)
+  return global_timer_ns();
+#else
+  return stamp_now_ns();
+#endif
+}
+
 /** The call of a CUDA thread. Host code of a .cu file may run it too (tests/cuda/tap_host.cu drives
  *  the protocol through `cuda_atomics` on host threads). */
 DEVTAP_NO_EXEC_CHECK
@@ -45,7 +55,8 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
     set_sticky<cuda_atomics>(ring, sticky_stale_point, 0);
     return call_result<Rep>(call_errc::no_handler);
   }
-  const std::uint64_t payload = sizeof(call_request) + encoded_size(request);
+  const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
+  const std::uint64_t payload = stamp_bytes + sizeof(call_request) + encoded_size(request);
   const std::uint64_t bytes = record_bytes(payload);
   if (bytes > max_record_bytes(ring.capacity)) {
     set_sticky<cuda_atomics>(ring, sticky_record_too_large, refused_size_detail(payload));
@@ -62,6 +73,9 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
     producer_backoff(attempt < 6 ? 64u << attempt : 4096u);
   }
   const std::uint32_t sequence = next_call_sequence<cuda_atomics>(ring, slot);
+  tap_stamp stamp{};  // as a tap's: taken before the claim, so a call that finds the ring full leaves a gap
+  if (stamp_bytes != 0) stamp = {call_time_ns(), typename cuda_atomics::template producer_ref<std::uint64_t>(ring.producer->taps)
+                                                     .fetch_add(1, cuda_atomics::relaxed)};
   std::uint64_t pos = 0;
   const claim_status status = claim<cuda_atomics, device_wait>(ring, bytes, out.policy(), pos);
   if (status != claim_status::claimed) {
@@ -70,9 +84,15 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
     return call_result<Rep>(status == claim_status::closed ? call_errc::closed : call_errc::ring_full);
   }
   std::byte* dst = ring.payload_at(pos);
+  if (stamp_bytes != 0) {
+    reinterpret_cast<std::uint64_t*>(dst)[0] = stamp.time_ns;
+    reinterpret_cast<std::uint64_t*>(dst)[1] = stamp.sequence;
+    dst += sizeof(tap_stamp);
+  }
   *reinterpret_cast<call_request*>(dst) = call_request{slot, sequence};
   encode(request, dst + sizeof(call_request));
-  commit<cuda_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  commit<cuda_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+                       static_cast<std::uint32_t>(payload));
   if (!device_await_answer<cuda_atomics>(ring, slot, sequence)) return call_result<Rep>(call_errc::closed);
   const call_answer answer = read_answer(ring, slot);
   call_result<Rep> result(answer.status);

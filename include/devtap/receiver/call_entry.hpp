@@ -4,6 +4,7 @@
 #include <devtap/receiver/consumer_entry.hpp>
 #include <devtap/ring/call.hpp>
 #include <devtap/tap/call_point.hpp>
+#include <devtap/tap/tap_info.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -20,10 +21,21 @@ DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
 template <class Req, class Rep, class Fn>
+concept handler_with_info = std::invocable<Fn&, const Req&, const tap_info&> &&
+                            std::convertible_to<std::invoke_result_t<Fn&, const Req&, const tap_info&>, Rep>;
+template <class Req, class Rep, class Fn>
 concept handler_with_device = std::invocable<Fn&, const Req&, const device&> &&
                               std::convertible_to<std::invoke_result_t<Fn&, const Req&, const device&>, Rep>;
 template <class Req, class Rep, class Fn>
 concept handler_alone = std::invocable<Fn&, const Req&> && std::convertible_to<std::invoke_result_t<Fn&, const Req&>, Rep>;
+/** A handler that takes tap_info and not the device. The device is asked first, as for consumers: a
+ *  generic `(const Req&, const auto& d)` whose body uses the device must never be instantiated
+ *  with a tap_info (a hard error, not a failed check). */
+template <class Req, class Rep, class Fn>
+constexpr bool handler_with_info_only() {
+  if constexpr (handler_with_device<Req, Rep, Fn>) return false;
+  else return handler_with_info<Req, Rep, Fn>;
+}
 
 /** Every requirement `receiver::serve<Req, Rep>(fn)` puts on its types and handler, as one sentence
  *  at the user's line (the first unmet one). */
@@ -38,9 +50,11 @@ constexpr bool check_handler() {
   else if constexpr (sizeof(Rep) > max_reply_bytes)
     static_assert(dependent_false_v<Rep>, "devtap: serve<Req, Rep>: Rep is larger than a reply slot holds "
                                           "(devtap::detail::max_reply_bytes, 224 bytes)");
-  else if constexpr (!handler_with_device<Req, Rep, Fn> && !handler_alone<Req, Rep, Fn>)
+  else if constexpr (!handler_with_device<Req, Rep, Fn> && !handler_with_info_only<Req, Rep, Fn>() &&
+                     !handler_alone<Req, Rep, Fn>)
     static_assert(dependent_false_v<Fn>, "devtap: a call handler takes `const Req&` (optionally followed by `const "
-                                         "devtap::device&`) and returns a Rep (or what converts to one)");
+                                         "devtap::tap_info&` or `const devtap::device&`) and returns a Rep (or what "
+                                         "converts to one)");
   return true;
 }
 
@@ -60,7 +74,7 @@ public:
 
   // A handler that threw keeps answering later calls (each failure is that call's alone); the
   // reader keeps what it threw for close().
-  delivery deliver(std::size_t device_index, const device& dev, const record_stamp&, const std::byte* payload,
+  delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     call_request request;
     if (size < sizeof request) return delivery::mismatch;  // no slot to answer in
@@ -76,7 +90,7 @@ public:
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) lock.lock();
     try {
-      Rep reply = invoke(*value, dev);
+      Rep reply = invoke(*value, dev, stamp);
       if (lock.owns_lock()) lock.unlock();  // answer_call wakes the caller, which may call again at once
       answer_call(ring, request, call_errc::none, &reply, sizeof reply);
     } catch (const std::exception& e) {
@@ -96,8 +110,9 @@ public:
   }
 
 private:
-  Rep invoke(const Req& request, const device& dev) {
+  Rep invoke(const Req& request, const device& dev, const record_stamp& stamp) {
     if constexpr (handler_with_device<Req, Rep, Fn>) return static_cast<Rep>(fn_(request, dev));
+    else if constexpr (handler_with_info<Req, Rep, Fn>) return static_cast<Rep>(fn_(request, info_of(dev, stamp)));
     else return static_cast<Rep>(fn_(request));
   }
 

@@ -144,9 +144,11 @@ DEVTAP_FUNC bool device_reader::refresh_table() {
 }
 
 DEVTAP_FUNC void device_reader::refuse_call(const record_ref& rec, call_errc error, std::string_view why) {
+  // The flag says a stamp comes first, whether or not this receiver counts it (dispatch).
+  const std::size_t skip = (rec.header->consumer_id & stamped_id_flag) != 0 ? sizeof(tap_stamp) : 0;
   call_request request;
-  if (rec.payload_bytes < sizeof request) return;  // not a call's shape: nowhere to answer
-  std::memcpy(&request, rec.payload, sizeof request);
+  if (rec.payload_bytes < skip + sizeof request) return;  // not a call's shape: nowhere to answer
+  std::memcpy(&request, rec.payload + skip, sizeof request);
   if (request.slot < reply_slot_count) answer_call(stream_.ring->host, request, error, why.data(), why.size());
 }
 
@@ -157,12 +159,12 @@ DEVTAP_FUNC void device_reader::end_answers() {
 
 // inline in compiled mode too: run() is its only caller, and always_inline needs a body no link replaces.
 inline void device_reader::dispatch(const record_ref& rec) {
-  // The stamp flag counts only where this receiver asked for stamps, and never on a call (calls
-  // are not stamped: its request's first bytes name the slot to answer in); where it does not
-  // count, the id keeps the flag and no consumer has such an id (a call is refused, no_handler).
+  // The stamp flag counts only where this receiver asked for stamps (a call's stamp comes before its
+  // call_request); where it does not count, the id keeps the flag and no consumer has such an id (a
+  // call is refused, no_handler).
   const std::uint32_t cid = rec.header->consumer_id;
-  const bool stamped = state_.options.timestamps && (cid & (stamped_id_flag | call_id_flag)) == stamped_id_flag &&
-                       rec.payload_bytes >= sizeof(tap_stamp);
+  const bool stamped =
+      state_.options.timestamps && (cid & stamped_id_flag) != 0 && rec.payload_bytes >= sizeof(tap_stamp);
   const std::uint32_t id = stamped ? cid & ~stamped_id_flag : cid;
   const bool is_call = (id & call_id_flag) != 0;
   last_was_call_ = is_call;

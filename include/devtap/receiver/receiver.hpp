@@ -86,8 +86,9 @@ public:
 
   /** Serves calls: device code asks with `ctx.call(point, request)` (cpu) or `out.call(point,
    *  request)` (CUDA, host threads) and gets `fn`'s answer. `fn` takes `const Req&` (optionally
-   *  followed by `const device&`) and returns a Rep; it runs on the device's reader thread, after
-   *  every record the caller made before the call. Calls from different devices may run at once. */
+   *  followed by `const tap_info&` — with timestamps, when and as which number the call was made — or
+   *  `const device&`) and returns a Rep; it runs on the device's reader thread, after every record
+   *  the caller made before the call. Calls from different devices may run at once. */
   template <class Req, class Rep, class Fn>
   call_point<Req, Rep> serve(Fn fn, std::string name = {}) {
     return serve_impl<Req, Rep>(std::move(fn), false, std::move(name));

@@ -5,7 +5,8 @@
  *  caller's stack: a caller that gives up leaves nothing behind that the host could write into.
  *
  *   caller:  try_take_reply_slot (a free bit of reply_slots_taken, CAS)
- *            -> record {call_request{slot, sequence}, request} -> commit
+ *            -> record {[tap_stamp,] call_request{slot, sequence}, request} -> commit
+ *               (the stamp with timestamps, as a tap's: the id then carries stamped_id_flag)
  *            -> await the slot's `answered` == sequence (host_await_answer / device_await_answer),
  *               or the reader gone (answers_ended): then there will be no answer
  *            -> read status, length, reply -> give_back_reply_slot

@@ -113,7 +113,7 @@ static_assert(sizeof(reply_slot) == reply_slot_bytes);
 
 struct ring_producer_side {                // cpu: host memory; CUDA: device memory
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
-  std::uint64_t taps = 0;                  // taps made, dropped ones too (timestamps on): on the tail's line
+  std::uint64_t taps = 0;                  // taps and calls made, dropped ones too (timestamps on): on the tail's line
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
   alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
 };

@@ -141,6 +141,12 @@ private:
   std::uint32_t* waiters_;
 };
 
+/** A host producer's stamp (timestamps on): now, and the device's next number (taps and calls). */
+inline tap_stamp take_stamp(const ring_view& ring) noexcept {
+  const std::uint64_t time_ns = stamp_now_ns();
+  return {time_ns, std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed)};
+}
+
 template <class T>
 void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const ring_view& ring = out.ring();
@@ -152,11 +158,8 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // A closed ring takes no new claim: taps that went on after close() would fill it with aborted
   // claims and starve the end marker's (a plain load of a line written only at close).
   if (ring_closed(ring)) throw_closed(out.device_name());
-  tap_stamp stamp{};
-  if (stamp_bytes != 0) {  // taken before the claim: a tap that is dropped still uses its number (a gap)
-    stamp.time_ns = stamp_now_ns();
-    stamp.sequence = std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed);
-  }
+  // Taken before the claim: a tap that is dropped still uses its number (a gap).
+  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp(ring) : tap_stamp{};
   std::uint64_t pos;
   claim_status status = try_claim<host_atomics>(ring, bytes, pos) ? claim_status::claimed : claim_status::full;
   // Only where the ring is full (off the hot path): a consumer or handler of this receiver must not
@@ -210,7 +213,8 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   const ring_pin pin(ring);  // the wait for the answer may outlive the receiver
   if (ring_closed(ring)) return fail(call_errc::closed);
   if (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id()) return fail(call_errc::reentrant);
-  const std::uint64_t payload = sizeof(call_request) + encoded_size(request);
+  const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
+  const std::uint64_t payload = stamp_bytes + sizeof(call_request) + encoded_size(request);
   const std::uint64_t bytes = record_bytes(payload);
   if (bytes > max_record_bytes(ring.capacity)) return fail(call_errc::too_large);
 
@@ -224,6 +228,7 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
     else std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   const std::uint32_t sequence = next_call_sequence<host_atomics>(ring, slot);
+  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp(ring) : tap_stamp{};  // as host_tap's: before the claim
   std::uint64_t pos;
   const claim_status status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
   if (status != claim_status::claimed || ring_closed(ring)) {
@@ -233,9 +238,11 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
     return fail(status == claim_status::dropped || status == claim_status::full ? call_errc::ring_full : call_errc::closed);
   }
   const call_request header{slot, sequence};
-  std::memcpy(ring.payload_at(pos), &header, sizeof header);
-  encode(request, ring.payload_at(pos) + sizeof header);
-  commit<host_atomics>(ring, pos, point.id, point.fingerprint, static_cast<std::uint32_t>(payload));
+  if (stamp_bytes != 0) std::memcpy(ring.payload_at(pos), &stamp, sizeof stamp);
+  std::memcpy(ring.payload_at(pos) + stamp_bytes, &header, sizeof header);
+  encode(request, ring.payload_at(pos) + stamp_bytes + sizeof header);
+  commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+                       static_cast<std::uint32_t>(payload));
   // The reader gone before answering: the slot stays taken (the ring is finished; a late answer from a
   // handler still running may land in it).
   if (!host_await_answer(ring, slot, sequence)) return fail(call_errc::closed);

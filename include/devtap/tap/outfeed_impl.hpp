@@ -67,7 +67,9 @@ DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc erro
              (slot_text.empty() ? std::string("the handler takes or returns other types") : std::string(slot_text));
     case call_errc::too_large:
       return "devtap: call on " + device + ": the request is larger than the device's ring takes (" +
-             describe_bytes(max_record_bytes(out.ring().capacity) - sizeof(record_header) - 8) + ")";
+             describe_bytes(max_record_bytes(out.ring().capacity) - sizeof(record_header) - sizeof(call_request) -
+                            (out.timestamps() ? sizeof(tap_stamp) : 0)) +
+             ")";
     case call_errc::ring_full:
       return "devtap: call on " + device + ": its ring is full (overflow_policy::" +
              (out.policy() == overflow_policy::drop ? "drop" : "error") + "); the request was not sent";

@@ -20,9 +20,10 @@ struct tap_info {
    *  steady clock). Without: when the receiver handed it over (`stamped` is false). */
   clock::time_point time;
   /** With timestamps: the device's tap count when it tapped this record, from 0, over all its taps
-   *  (every tap point, prints too) and counting taps that were not written (dropped, refused): a
-   *  consumer of one tap point sees gaps for the others' records as well. Without: the record's
-   *  place among every record its device's stream delivered (calls and mismatches included). */
+   *  and calls (every tap point, prints and scopes too) and counting those that were not written
+   *  (dropped, refused): a consumer of one tap point sees gaps for the others' records as well.
+   *  Without: the record's place among every record its device's stream delivered (calls and
+   *  mismatches included). */
   std::uint64_t sequence;
   /** True when `time` and `sequence` come from the device (timestamps on). */
   bool stamped;
