@@ -3,8 +3,9 @@
 // p99) with the reader idle (calls back to back) and busy (32 records of 8 B sent before each call,
 // through the same channel, which the server must handle first). devtap runs twice, without and with
 // receiver_options::timestamps (each call and record then stamped on the device): "devtap-stamped".
+// "sporadic": one caller, one call every 5 ms (latency only; calls/s there counts the sleeps).
 //
-//   devtap-bench-call [--reps N] [--calls N] [--smoke] [--csv PATH]
+//   devtap-bench-call [--reps N] [--calls N] [--smoke] [--unpinned] [--csv PATH]
 //
 // Peers: a std::promise/std::future per call, handed to a host thread through a mutex-guarded
 // queue; and a pair of boost::lockfree::spsc_queue per caller (requests and records in, replies
@@ -18,6 +19,8 @@
 #include <boost/lockfree/spsc_queue.hpp>
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -67,7 +70,7 @@ public:
     }
   }
 
-  result run(int callers, std::uint64_t calls, bool busy, bool timed) {
+  result run(int callers, std::uint64_t calls, bool busy, bool timed, std::chrono::microseconds gap = {}) {
     result r;
     std::atomic<std::uint64_t> wrong{0};
     std::vector<std::vector<std::uint64_t>> lat(static_cast<std::size_t>(callers));
@@ -76,6 +79,7 @@ public:
       auto& mine = lat[static_cast<std::size_t>(c)];
       if (timed) mine.reserve(calls);
       for (std::uint64_t i = 0; i < calls; ++i) {
+        if (gap.count() != 0) std::this_thread::sleep_for(gap);  // "sporadic": the server has gone idle
         if (busy)
           for (int k = 0; k < busy_records; ++k) tap(i + static_cast<std::uint64_t>(k));
         const std::uint64_t t0 = timed ? now_ns() : 0;
@@ -122,7 +126,7 @@ struct message {
 
 /** One host thread serving every caller's messages: records are summed, calls answered. */
 template <class Channel>
-result run_peer(int callers, std::uint64_t calls, bool busy, bool timed) {
+result run_peer(int callers, std::uint64_t calls, bool busy, bool timed, std::chrono::microseconds gap = {}) {
   std::vector<std::unique_ptr<Channel>> channels;
   for (int c = 0; c < callers; ++c) channels.push_back(std::make_unique<Channel>());
   std::atomic<bool> stop{false};
@@ -150,6 +154,7 @@ result run_peer(int callers, std::uint64_t calls, bool busy, bool timed) {
       auto& mine = lat[static_cast<std::size_t>(c)];
       if (timed) mine.reserve(calls);
       for (std::uint64_t i = 0; i < calls; ++i) {
+        if (gap.count() != 0) std::this_thread::sleep_for(gap);
         if (busy)
           for (int k = 0; k < busy_records; ++k) ch.send(i + static_cast<std::uint64_t>(k));
         const std::uint64_t s0 = timed ? now_ns() : 0;
@@ -248,37 +253,46 @@ int main(int argc, char** argv) {
   int reps = 5;
   std::uint64_t calls = 20000;
   std::string csv;
+  bool pinned = true;  // --unpinned: the scheduler places every thread (a woken reader may share its caller's CPU)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--calls" && i + 1 < argc) calls = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--csv" && i + 1 < argc) csv = argv[++i];
     else if (a == "--smoke") reps = 1, calls = 200;
+    else if (a == "--unpinned") pinned = false;
     else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--calls N] [--smoke] [--csv PATH]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--calls N] [--smoke] [--unpinned] [--csv PATH]\n", argv[0]);
       return 2;
     }
   }
-  placement::get().init(true);
+  placement::get().init(pinned);
   devtap_cell cell(false), stamped(true);
   std::vector<row> rows;
   struct scenario {
     const char* what;
     int callers;
     bool busy;
+    std::chrono::microseconds gap;  // sleep before each call (not timed)
   };
-  const scenario scenarios[] = {{"idle", 1, false}, {"busy", 1, true}, {"idle", 4, false}, {"busy", 4, true}};
+  // "sporadic": one call every 5 ms, as a solver asks every few steps: devtap's reader (and caller)
+  // have gone to sleep in between, where the peers' servers spin or yield (a core each).
+  const scenario scenarios[] = {{"idle", 1, false, {}},
+                                {"busy", 1, true, {}},
+                                {"idle", 4, false, {}},
+                                {"busy", 4, true, {}},
+                                {"sporadic", 1, false, std::chrono::microseconds(5000)}};
   for (const scenario& sc : scenarios) {
-    const std::uint64_t n = sc.busy ? calls / 4 : calls;
+    const std::uint64_t n = sc.gap.count() != 0 ? std::min<std::uint64_t>(calls, 40) : sc.busy ? calls / 4 : calls;
     std::vector<double> rate[impls];
     std::vector<std::uint64_t> lat[impls];
     (void)cell.run(sc.callers, n / 10 + 1, sc.busy, false);  // warm up
     (void)stamped.run(sc.callers, n / 10 + 1, sc.busy, false);
     for (int r = 0; r < reps; ++r) {  // interleaved: drift hits all alike
-      auto d = cell.run(sc.callers, n, sc.busy, true);
-      auto ds = stamped.run(sc.callers, n, sc.busy, true);
-      auto p = run_peer<promise_channel>(sc.callers, n, sc.busy, true);
-      auto s = run_peer<spsc_channel>(sc.callers, n, sc.busy, true);
+      auto d = cell.run(sc.callers, n, sc.busy, true, sc.gap);
+      auto ds = stamped.run(sc.callers, n, sc.busy, true, sc.gap);
+      auto p = run_peer<promise_channel>(sc.callers, n, sc.busy, true, sc.gap);
+      auto s = run_peer<spsc_channel>(sc.callers, n, sc.busy, true, sc.gap);
       result* all[impls] = {&d, &ds, &p, &s};
       for (int k = 0; k < impls; ++k) {
         rate[k].push_back(all[k]->calls_per_s);
@@ -295,7 +309,7 @@ int main(int argc, char** argv) {
               "records of 8 B before each call)\n",
               placement::get().enabled ? "callers on the first CPU, server on the last" : "unpinned", reps,
               static_cast<unsigned long long>(calls), busy_records);
-  std::printf("%-15s %-5s %7s %14s %10s %8s %8s\n", "impl", "load", "callers", "calls/s", "x best", "p50 us", "p99 us");
+  std::printf("%-15s %-8s %7s %14s %10s %8s %8s\n", "impl", "load", "callers", "calls/s", "x best", "p50 us", "p99 us");
   std::FILE* out = csv.empty() ? nullptr : std::fopen(csv.c_str(), "w");
   if (out) std::fprintf(out, "impl,load,callers,calls_per_s,calls_per_s_min,calls_per_s_max,ratio_best_peer,p50_us,p99_us\n");
   for (std::size_t i = 0; i < rows.size(); i += impls) {
@@ -303,7 +317,7 @@ int main(int argc, char** argv) {
     for (std::size_t k = i; k < i + impls; ++k) {
       const row& w = rows[k];
       const double ratio = w.calls_per_s.median / best_peer;
-      std::printf("%-15s %-5s %7d %14.0f %10.2f %8.2f %8.2f\n", w.impl.c_str(), w.what.c_str(), w.callers,
+      std::printf("%-15s %-8s %7d %14.0f %10.2f %8.2f %8.2f\n", w.impl.c_str(), w.what.c_str(), w.callers,
                   w.calls_per_s.median, ratio, w.p50_us, w.p99_us);
       if (out)
         std::fprintf(out, "%s,%s,%d,%.0f,%.0f,%.0f,%.3f,%.3f,%.3f\n", w.impl.c_str(), w.what.c_str(), w.callers,

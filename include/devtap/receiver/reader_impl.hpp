@@ -4,7 +4,6 @@
 #include <devtap/receiver/reader.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
-
 namespace detail {
 
 DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error) {
@@ -83,6 +82,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     }
     if (idle++ == 0) {
       idle_since = std::chrono::steady_clock::now();
+      reader_just_woke = false;  // it has read what woke it
       // Caught up with a producer that may still be writing: its next records land on the very
       // line the look at the head just read. Looking again at once would pull that line back and
       // forth for every record (two trips between the CPUs each, about 110 ns: docs/ring.md, "The

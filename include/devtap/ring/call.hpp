@@ -25,6 +25,8 @@
 #include <cstring>
 #include <thread>
 
+#include <sched.h>
+
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -103,11 +105,27 @@ DEVTAP_HOST_DEVICE bool answers_ended(const ring_view& ring) {
          ring_reader_gone;
 }
 
+/** This thread's CPU + 1, or 0 where the system cannot say. */
+inline std::uint32_t this_cpu_plus_one() noexcept {
+  const int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : static_cast<std::uint32_t>(cpu) + 1;
+}
+
+/** A host caller notes its CPU in its slot before it sends the call (published by the commit). */
+inline void note_caller_cpu(const ring_view& ring, std::uint32_t slot) noexcept {
+  std::atomic_ref<std::uint32_t>(ring.consumer->replies[slot].header.caller_cpu)
+      .store(this_cpu_plus_one(), std::memory_order_relaxed);
+}
+
 /** The reader's half: writes the answer to `request` and wakes its caller. `bytes` is cut to
- *  max_reply_bytes (a long failure message; replies are checked at serve() to fit). */
+ *  max_reply_bytes (a long failure message; replies are checked at serve() to fit). A reader just
+ *  woken (reader_just_woke) whose caller spins on this same CPU lets it run at once: else the
+ *  caller waits until the reader's idle spin ends (about 20 µs, docs/call.md). */
 inline void answer_call(const ring_view& ring, call_request request, call_errc status, const void* bytes,
                         std::size_t length) noexcept {
   reply_slot& s = ring.consumer->replies[request.slot];
+  // Read before the answer: once answered, the slot may pass to another caller, who writes it.
+  const std::uint32_t caller_cpu = std::atomic_ref<std::uint32_t>(s.header.caller_cpu).load(std::memory_order_relaxed);
   const std::size_t n = length < max_reply_bytes ? length : max_reply_bytes;
   if (n != 0) std::memcpy(s.reply, bytes, n);
   s.header.status = static_cast<std::uint32_t>(status);
@@ -119,6 +137,9 @@ inline void answer_call(const ring_view& ring, call_request request, call_errc s
     std::atomic_ref<std::uint32_t> bell(s.header.bell);
     bell.fetch_add(1, std::memory_order_seq_cst);
     bell.notify_all();
+  } else if (reader_just_woke && caller_cpu != 0 && caller_cpu == this_cpu_plus_one()) {
+    reader_just_woke = false;  // once: a busy reader that yields to its callers delays all of them
+    std::this_thread::yield();
   }
 }
 
@@ -135,13 +156,16 @@ inline void wake_callers(const ring_view& ring) noexcept {
 /** How a host caller waits for the answer to `sequence` in `slot`: spins (an answer from a busy
  *  reader comes within microseconds), yields, then sleeps on the slot's bell. False when the reader
  *  went away instead (answers_ended). */
-inline bool host_await_answer(const ring_view& ring, std::uint32_t slot, std::uint32_t sequence) {
+inline bool host_await_answer(const ring_view& ring, std::uint32_t slot, std::uint32_t sequence, bool woke_reader) {
   reply_slot_header& h = ring.consumer->replies[slot].header;
   for (unsigned attempt = 0;; ++attempt) {
     if (call_answered<host_atomics>(ring, slot, sequence)) return true;
     if (answers_ended<host_atomics>(ring)) return call_answered<host_atomics>(ring, slot, sequence);
     if (attempt < 2048) {
       cpu_relax();
+      // This call woke the reader from its sleep: it is likely placed on this CPU, where spinning
+      // would keep it from answering. Let it run now and then.
+      if (woke_reader && attempt % 8 == 7) std::this_thread::yield();
     } else if (attempt < 2048 + 64) {
       std::this_thread::yield();
     } else {

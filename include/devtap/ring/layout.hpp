@@ -100,7 +100,8 @@ struct reply_slot_header {
   std::uint32_t length = 0;         // bytes of the reply (or of the failure's message) in `reply`
   std::uint32_t caller_sleeps = 0;  // a host caller waits on `bell`: the answer must ring it
   std::uint32_t bell = 0;           // bumped and notified by such an answer, and when the reader goes
-  std::uint32_t unused[3] = {};
+  std::uint32_t caller_cpu = 0;     // a host caller's CPU + 1 (0: unknown, a kernel's): see answer_call
+  std::uint32_t unused[2] = {};
 };
 /** The largest reply a call can carry (a failure's message is cut to it). */
 inline constexpr std::uint32_t max_reply_bytes = reply_slot_bytes - sizeof(reply_slot_header);

@@ -38,6 +38,10 @@ inline thread_local const ring_consumer_side* ring_read_here = nullptr;
  *  handlers into any of its devices could wait in a cycle of readers (A's handler waits for B,
  *  B's for A), so it is refused. */
 inline thread_local std::uint32_t receiver_read_here = 0;
+/** Set on a reader thread when a commit's doorbell woke it from its sleep, until it next runs out
+ *  of records: the scheduler may have placed it on the CPU of the producer that woke it (a caller
+ *  that then spins for its answer: answer_call lets it run). */
+inline thread_local bool reader_just_woke = false;
 
 /** Wakes the reader unconditionally (stop, close, a CUDA device done): partner of reader_sleep. */
 inline void wake_reader(const ring_view& ring) noexcept {
@@ -72,7 +76,10 @@ bool reader_sleep(const ring_view& ring, std::uint64_t reader_position, StayAwak
   sleeping.store(1, std::memory_order_seq_cst);  // pairs with try_claim's seq_cst CAS (produce.hpp)
   const bool claimed =
       std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_seq_cst) != reader_position;
-  if (!claimed && !stay_awake()) bell.wait(seen, std::memory_order_seq_cst);
+  if (!claimed && !stay_awake()) {
+    bell.wait(seen, std::memory_order_seq_cst);
+    reader_just_woke = true;
+  }
   sleeping.store(0, std::memory_order_relaxed);
   return claimed;
 }

@@ -238,6 +238,10 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
     return fail(status == claim_status::dropped || status == claim_status::full ? call_errc::ring_full : call_errc::closed);
   }
   const call_request header{slot, sequence};
+  note_caller_cpu(ring, slot);
+  // Whether this commit wakes the reader (a guess: it may fall asleep meanwhile), for the wait below.
+  const bool woke_reader =
+      std::atomic_ref<std::uint32_t>(ring.consumer->reader_sleeping).load(std::memory_order_relaxed) != 0;
   if (stamp_bytes != 0) std::memcpy(ring.payload_at(pos), &stamp, sizeof stamp);
   std::memcpy(ring.payload_at(pos) + stamp_bytes, &header, sizeof header);
   encode(request, ring.payload_at(pos) + stamp_bytes + sizeof header);
@@ -245,7 +249,7 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
                        static_cast<std::uint32_t>(payload));
   // The reader gone before answering: the slot stays taken (the ring is finished; a late answer from a
   // handler still running may land in it).
-  if (!host_await_answer(ring, slot, sequence)) return fail(call_errc::closed);
+  if (!host_await_answer(ring, slot, sequence, woke_reader)) return fail(call_errc::closed);
   const call_answer answer = read_answer(ring, slot);
   if (answer.status == call_errc::none) {
     Rep value;
