@@ -41,6 +41,31 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   auto v = c.local_devices();
   return {v.begin(), v.end()};
 }
+
+// One cpu device with a 1 KiB ring under `policy` and timestamps. The consumer of `block` keeps each
+// record's number and holds the reader inside the record 0 until `release`; the handler `twice`
+// answers 2 * v and keeps its call's number too.
+struct held_reader {
+  explicit held_reader(devtap::overflow_policy policy)
+      : rx({.devices = all(cpus), .budget_bytes = 1024, .overflow = policy, .timestamps = true}) {}
+  devtap::cpu_client cpus{1};
+  devtap::receiver rx;
+  std::latch entered{1};
+  std::atomic<bool> release{false};
+  std::vector<std::uint64_t> seqs;
+  devtap::tap_point<int> block = rx.attach<int>([this](const int& v, const devtap::tap_info& info) {
+    if (v == 0) {
+      entered.count_down();
+      while (!release) std::this_thread::sleep_for(1ms);
+    }
+    seqs.push_back(info.sequence);
+  });
+  devtap::call_point<int, int> twice = rx.serve<int, int>([this](const int& v, const devtap::tap_info& info) {
+    seqs.push_back(info.sequence);
+    return 2 * v;
+  });
+  devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+};
 }  // namespace
 
 TEST_CASE("stamped: the largest request the ring takes is 16 bytes smaller with timestamps; refusals take no number") {
@@ -90,24 +115,8 @@ TEST_CASE("stamped: the largest request the ring takes is 16 bytes smaller with 
 TEST_CASE("stamped: under overflow_policy::error a stamped call into a full ring is ring_full, its number a gap") {
   watchdog dog("stamped error", 20s);
   quiet_log quiet;
-  devtap::cpu_client cpus(1);
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024, .overflow = devtap::overflow_policy::error,
-                       .timestamps = true});
-  std::latch entered(1);
-  std::atomic<bool> release{false};
-  std::vector<std::uint64_t> seqs;
-  auto block = rx.attach<int>([&](const int& v, const devtap::tap_info& info) {
-    if (v == 0) {
-      entered.count_down();
-      while (!release) std::this_thread::sleep_for(1ms);
-    }
-    seqs.push_back(info.sequence);
-  });
-  auto twice = rx.serve<int, int>([&](const int& v, const devtap::tap_info& info) {
-    seqs.push_back(info.sequence);
-    return 2 * v;
-  });
-  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  held_reader h(devtap::overflow_policy::error);
+  auto& [cpus, rx, entered, release, seqs, block, twice, out] = h;
   out.tap(block, 0);
   entered.wait();
   int tapped = 1;
@@ -130,23 +139,8 @@ TEST_CASE("stamped: under overflow_policy::error a stamped call into a full ring
 
 TEST_CASE("stamped: under block a stamped call waits for room behind a stuck consumer and is answered") {
   watchdog dog("stamped block", 20s);
-  devtap::cpu_client cpus(1);
-  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1024, .timestamps = true});
-  std::latch entered(1);
-  std::atomic<bool> release{false};
-  std::vector<std::uint64_t> seqs;
-  auto block = rx.attach<int>([&](const int& v, const devtap::tap_info& info) {
-    if (v == 0) {
-      entered.count_down();
-      while (!release) std::this_thread::sleep_for(1ms);
-    }
-    seqs.push_back(info.sequence);
-  });
-  auto twice = rx.serve<int, int>([&](const int& v, const devtap::tap_info& info) {
-    seqs.push_back(info.sequence);
-    return 2 * v;
-  });
-  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  held_reader h(devtap::overflow_policy::block);
+  auto& [cpus, rx, entered, release, seqs, block, twice, out] = h;
   out.tap(block, 0);
   entered.wait();
   auto filler = std::async(std::launch::async, [&] {
