@@ -1,6 +1,6 @@
 #pragma once
 // What the hostile tests share: a watchdog that turns a hang into a failure naming the test, a
-// wait for a condition with a limit, and a log sink that keeps expected errors off the output.
+// wait for a condition with a limit, and log sinks that keep expected errors off the output.
 #include <devtap/log.hpp>
 
 #include <catch2/catch.hpp>
@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace devtap_test {
 
@@ -71,6 +72,29 @@ struct quiet_log {
   ~quiet_log() { devtap::set_log_sink({}); }
   quiet_log(const quiet_log&) = delete;
   quiet_log& operator=(const quiet_log&) = delete;
+};
+
+// Keeps devtap's error lines for the test's scope (from any thread), and restores the default sink
+// at its end, even when a REQUIRE fails: a sink must not outlive what it writes into.
+class captured_log {
+public:
+  captured_log() {
+    devtap::set_log_sink([this](devtap::log_level level, std::string_view line) {
+      std::lock_guard lock(mutex_);
+      if (level == devtap::log_level::error) errors_.emplace_back(line);
+    });
+  }
+  ~captured_log() { devtap::set_log_sink({}); }
+  captured_log(const captured_log&) = delete;
+  captured_log& operator=(const captured_log&) = delete;
+  std::vector<std::string> errors() const {
+    std::lock_guard lock(mutex_);
+    return errors_;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> errors_;
 };
 
 }  // namespace devtap_test

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <future>
@@ -253,7 +254,7 @@ TEST_CASE("a call while the receiver closes normally is answered, and a call aft
 
 TEST_CASE("calls through a point of no receiver, of another receiver, or of other types fail clearly") {
   devtap::cpu_client cpus(2);
-  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap_test::captured_log log;
   devtap::receiver rx({.devices = {cpus.cpu_devices()[0]}});
   devtap::receiver other({.devices = {cpus.cpu_devices()[1]}});
   auto ask = rx.serve<query, answer>([](const query& q) { return answer{static_cast<float>(q.step), false}; });
@@ -298,9 +299,12 @@ TEST_CASE("calls through a point of no receiver, of another receiver, or of othe
                        "consumer#2: 1 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)"});
   }
   other.close();
-  devtap::set_log_sink({});
   CHECK(rx.stats().total().type_mismatches == 2);
   CHECK(rx.stats().total().unknown_ids == 1);
+  // The log names the handler's id without the call flag, as close() does.
+  const auto errors = log.errors();
+  CHECK(std::count(errors.begin(), errors.end(),
+                   "receiver 'receiver': call for unknown handler id 41 on cpu:0 (refused; logged once)") == 1);
 }
 
 TEST_CASE("a handler that calls into its own device fails at once instead of waiting for itself") {

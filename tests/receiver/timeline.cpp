@@ -472,7 +472,7 @@ TEST_CASE("a call that finds the ring full under drop still uses its number: the
 
 TEST_CASE("a stamped call on a receiver without timestamps is refused in its own slot, not left waiting") {
   devtap_test::watchdog dog(30s);
-  devtap_test::quiet_log quiet;
+  devtap_test::captured_log log;
   devtap::cpu_client cpus(1);
   devtap::receiver rx({.devices = all(cpus)});
   auto ask = rx.serve<int, int>([](const int& q) { return q; });
@@ -489,4 +489,7 @@ TEST_CASE("a stamped call on a receiver without timestamps is refused in its own
   CHECK_THROWS_WITH(rx.close(), Catch::Contains("[cpu:0] #1: 1 call(s) for unknown handler id 1 (stamped, and this "
                                                 "receiver takes no timestamps) refused (answered call_errc::no_handler)"));
   CHECK(rx.stats().devices[0].unknown_ids == 1);
+  // The log names it the same way, once (the flags are not part of the id).
+  CHECK(log.errors() == std::vector<std::string>{"receiver 'receiver': call for unknown handler id 1 (stamped, and this "
+                                                 "receiver takes no timestamps) on cpu:0 (refused; logged once)"});
 }

@@ -33,6 +33,15 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
+/** The id of a record no consumer has, in words ("unknown consumer id 7", "unknown handler id 7"),
+ *  for the log, the trace and close()'s report alike. An id still carrying the stamp flag came from
+ *  a producer that stamps, into a receiver without timestamps (dispatch leaves the flag): say so. */
+inline std::string unknown_id_text(std::uint32_t id) {
+  const std::string plain = std::to_string(id & ~(call_id_flag | stamped_id_flag));
+  return ((id & call_id_flag) ? "unknown handler id " : "unknown consumer id ") + plain +
+         ((id & stamped_id_flag) ? " (stamped, and this receiver takes no timestamps)" : "");
+}
+
 /** One device's ring, reader thread and counters. */
 struct device_stream {
   device* dev = nullptr;

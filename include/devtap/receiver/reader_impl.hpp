@@ -195,9 +195,9 @@ inline void device_reader::dispatch(const record_ref& rec) {
     add_owned(stream_.unknown_ids, 1);
     if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
     if (stream_.unknown_by_id[id]++ == 0) {
-      log(log_level::error, "receiver '{}': record for unknown consumer id {} on {} (skipped; logged once)",
-          state_.name, id, stream_.device_name);
-      state_.mark(stream_, marker_kind::error, 1, "record for unknown consumer id " + std::to_string(id) + " (skipped)");
+      const std::string what = (is_call ? "call for " : "record for ") + unknown_id_text(id), outcome = is_call ? "refused" : "skipped";
+      log(log_level::error, "receiver '{}': {} on {} ({}; logged once)", state_.name, what, stream_.device_name, outcome);
+      state_.mark(stream_, marker_kind::error, 1, what + " (" + outcome + ")");
     }
     return;
   }

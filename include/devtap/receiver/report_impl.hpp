@@ -34,15 +34,10 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
     failures.push_back({stream.device_name, "(device)", std::move(sticky), {}});
   if (!reader_done) return;
   for (const auto& [id, count] : stream.unknown_by_id) {
-    // An id still carrying the stamp flag came from a producer that stamps, into a receiver without
-    // timestamps (dispatch leaves the flag): name the id it was meant for, and why it was refused.
-    const std::uint32_t plain = id & ~(call_id_flag | stamped_id_flag);
-    const std::string stamped = (id & stamped_id_flag) ? " (stamped, and this receiver takes no timestamps)" : "";
-    const std::string what = (id & call_id_flag) ? "call(s) for unknown handler id " + std::to_string(plain) + stamped +
-                                                       " refused (answered call_errc::no_handler)"
-                                                 : "record(s) for unknown consumer id " + std::to_string(plain) + stamped +
-                                                       " skipped";
-    failures.push_back({stream.device_name, "#" + std::to_string(plain), std::to_string(count) + " " + what, {}});
+    const std::string what = (id & call_id_flag) ? " call(s) for " + unknown_id_text(id) + " refused (answered call_errc::no_handler)"
+                                                 : " record(s) for " + unknown_id_text(id) + " skipped";
+    failures.push_back({stream.device_name, "#" + std::to_string(id & ~(call_id_flag | stamped_id_flag)),
+                        std::to_string(count) + what, {}});
   }
   for (const auto& [id, count] : stream.mismatch_by_id) {
     const std::uint32_t index = (id & ~call_id_flag) - 1;
