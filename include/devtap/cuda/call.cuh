@@ -74,8 +74,7 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
   }
   const std::uint32_t sequence = next_call_sequence<cuda_atomics>(ring, slot);
   tap_stamp stamp{};  // as a tap's: taken before the claim, so a call that finds the ring full leaves a gap
-  if (stamp_bytes != 0) stamp = {call_time_ns(), typename cuda_atomics::template producer_ref<std::uint64_t>(ring.producer->taps)
-                                                     .fetch_add(1, cuda_atomics::relaxed)};
+  if (stamp_bytes != 0) stamp = take_stamp<cuda_atomics>(ring, call_time_ns());
   std::uint64_t pos = 0;
   const claim_status status = claim<cuda_atomics, device_wait>(ring, bytes, out.policy(), pos);
   if (status != claim_status::claimed) {
@@ -83,12 +82,7 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
     give_back_reply_slot<cuda_atomics>(ring, slot);
     return call_result<Rep>(status == claim_status::closed ? call_errc::closed : call_errc::ring_full);
   }
-  std::byte* dst = ring.payload_at(pos);
-  if (stamp_bytes != 0) {
-    reinterpret_cast<std::uint64_t*>(dst)[0] = stamp.time_ns;
-    reinterpret_cast<std::uint64_t*>(dst)[1] = stamp.sequence;
-    dst += sizeof(tap_stamp);
-  }
+  std::byte* const dst = stamp_bytes != 0 ? put_stamp(ring.payload_at(pos), stamp) : ring.payload_at(pos);
   *reinterpret_cast<call_request*>(dst) = call_request{slot, sequence};
   encode(request, dst + sizeof(call_request));
   commit<cuda_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,

@@ -76,14 +76,8 @@ DEVTAP_NO_EXEC_CHECK
 template <class Atomics, class T>
 DEVTAP_HOST_DEVICE void write_record(const ring_view& ring, std::uint64_t pos, const tap_point<T>& point, const T& value,
                                      std::uint64_t payload, const tap_stamp* stamp = nullptr) {
-  std::byte* dst = ring.payload_at(pos);
-  std::uint32_t id = point.id;
-  if (stamp != nullptr) {
-    reinterpret_cast<std::uint64_t*>(dst)[0] = stamp->time_ns;
-    reinterpret_cast<std::uint64_t*>(dst)[1] = stamp->sequence;
-    dst += sizeof(tap_stamp);
-    id |= stamped_id_flag;
-  }
+  std::byte* dst = stamp != nullptr ? put_stamp(ring.payload_at(pos), *stamp) : ring.payload_at(pos);
+  const std::uint32_t id = stamp != nullptr ? point.id | stamped_id_flag : point.id;
   if constexpr (shape_of<T> == shape::span) {  // the codec's layout, 8 bytes at a time
     *reinterpret_cast<std::uint64_t*>(dst) = value.size();
     strided_copy(dst + 8, reinterpret_cast<const std::byte*>(value.data()), value.size() * sizeof(typename T::element_type),
@@ -255,9 +249,7 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
   auto status = claim_status::claimed;
   tap_stamp stamp{};  // one record: one number, the leader's time (taken before the claim, as device_tap's)
   if (lane == leader) {
-    if (stamp_bytes != 0)
-      stamp = {global_timer_ns(),
-               cuda_atomics::producer_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, cuda_atomics::relaxed)};
+    if (stamp_bytes != 0) stamp = take_stamp<cuda_atomics>(ring, global_timer_ns());
     status = claim<cuda_atomics, device_wait>(ring, bytes, out.policy(), pos);
     account_unwritten<cuda_atomics>(ring, status, 1, bytes);
   }
@@ -266,10 +258,7 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
   pos = shfl_u64(mask, pos, leader);
   std::byte* dst = ring.payload_at(pos);
   if (stamp_bytes != 0) {
-    if (lane == leader) {
-      reinterpret_cast<std::uint64_t*>(dst)[0] = stamp.time_ns;
-      reinterpret_cast<std::uint64_t*>(dst)[1] = stamp.sequence;
-    }
+    if (lane == leader) put_stamp(dst, stamp);
     dst += sizeof(tap_stamp);
   }
   const unsigned copiers = group_named ? lanes : 1;

@@ -141,10 +141,21 @@ private:
   std::uint32_t* waiters_;
 };
 
-/** A host producer's stamp (timestamps on): now, and the device's next number (taps and calls). */
-inline tap_stamp take_stamp(const ring_view& ring) noexcept {
-  const std::uint64_t time_ns = stamp_now_ns();
-  return {time_ns, std::atomic_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, std::memory_order_relaxed)};
+/** A record's stamp (timestamps on): `time_ns` and the device's next number among its taps, calls,
+ *  prints and scopes. Every producer, host thread or CUDA thread, takes it before its claim, so a
+ *  record that is not written leaves a gap in the numbers. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE tap_stamp take_stamp(const ring_view& ring, std::uint64_t time_ns) {
+  return {time_ns, typename Atomics::template producer_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, Atomics::relaxed)};
+}
+
+/** Writes `stamp` where a stamped record's payload begins (8-byte aligned, as every payload) and
+ *  returns where the value goes: one layout for every producer; the reader parses it (reader_impl.hpp). */
+DEVTAP_HOST_DEVICE inline std::byte* put_stamp(std::byte* payload, const tap_stamp& stamp) {
+  reinterpret_cast<std::uint64_t*>(payload)[0] = stamp.time_ns;
+  reinterpret_cast<std::uint64_t*>(payload)[1] = stamp.sequence;
+  return payload + sizeof(tap_stamp);
 }
 
 template <class T>
@@ -159,7 +170,7 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // claims and starve the end marker's (a plain load of a line written only at close).
   if (ring_closed(ring)) throw_closed(out.device_name());
   // Taken before the claim: a tap that is dropped still uses its number (a gap).
-  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp(ring) : tap_stamp{};
+  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp<host_atomics>(ring, stamp_now_ns()) : tap_stamp{};
   std::uint64_t pos;
   claim_status status = try_claim<host_atomics>(ring, bytes, pos) ? claim_status::claimed : claim_status::full;
   // Only where the ring is full (off the hot path): a consumer or handler of this receiver must not
@@ -191,8 +202,8 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
     abort<host_atomics>(ring, pos, bytes);
     throw_closed(out.device_name());
   }
-  if (stamp_bytes != 0) std::memcpy(ring.payload_at(pos), &stamp, sizeof stamp);
-  encode(value, ring.payload_at(pos) + stamp_bytes);
+  std::byte* const dst = ring.payload_at(pos);
+  encode(value, stamp_bytes != 0 ? put_stamp(dst, stamp) : dst);
   commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
                        static_cast<std::uint32_t>(payload));
 }
@@ -228,7 +239,8 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
     else std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   const std::uint32_t sequence = next_call_sequence<host_atomics>(ring, slot);
-  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp(ring) : tap_stamp{};  // as host_tap's: before the claim
+  // As host_tap's: before the claim.
+  const tap_stamp stamp = stamp_bytes != 0 ? take_stamp<host_atomics>(ring, stamp_now_ns()) : tap_stamp{};
   std::uint64_t pos;
   const claim_status status = claim<host_atomics, host_wait>(ring, bytes, out.policy(), pos);
   if (status != claim_status::claimed || ring_closed(ring)) {
@@ -242,9 +254,9 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   // Whether this commit wakes the reader (a guess: it may fall asleep meanwhile), for the wait below.
   const bool woke_reader =
       std::atomic_ref<std::uint32_t>(ring.consumer->reader_sleeping).load(std::memory_order_relaxed) != 0;
-  if (stamp_bytes != 0) std::memcpy(ring.payload_at(pos), &stamp, sizeof stamp);
-  std::memcpy(ring.payload_at(pos) + stamp_bytes, &header, sizeof header);
-  encode(request, ring.payload_at(pos) + stamp_bytes + sizeof header);
+  std::byte* const dst = stamp_bytes != 0 ? put_stamp(ring.payload_at(pos), stamp) : ring.payload_at(pos);
+  std::memcpy(dst, &header, sizeof header);
+  encode(request, dst + sizeof header);
   commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
                        static_cast<std::uint32_t>(payload));
   // The reader gone before answering: the slot stays taken (the ring is finished; a late answer from a
