@@ -1,11 +1,11 @@
-// What the timeline costs (docs/timeline.md, docs/performance.md): 4 cpu devices each tap 16 B
+// What the timeline costs (docs/timeline.md, docs/performance.md): N cpu devices (default 4) each tap 16 B
 // records into one receiver, read by one consumer shared by all devices, with and without
 // receiver_options::timestamps, merged (devtap::merged: one consumer in tap-time order), recorded
 // (record_file) and traced (trace_file: every record one JSON event). Runs interleaved; records/s
 // over all devices, median of the reps; the ratios are paired: median [q1-q3] of each rep's ratio. The
 // files go to DIR (default /tmp) and are removed.
 //
-//   devtap-bench-timeline [--reps N] [--records N] [--dir DIR] [--smoke]
+//   devtap-bench-timeline [--reps N] [--records N] [--devices N] [--dir DIR] [--smoke]
 #include "common.hpp"
 
 #include <devtap/backend/cpu.hpp>
@@ -83,20 +83,22 @@ double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
 
 int main(int argc, char** argv) {
   int reps = 7;
+  int device_count = 4;
   std::uint64_t per_device = 500000;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--records" && i + 1 < argc) per_device = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--devices" && i + 1 < argc) device_count = std::atoi(argv[++i]);
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--smoke") reps = 1, per_device = 2000;
     else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--dir DIR] [--smoke]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--devices N] [--dir DIR] [--smoke]\n", argv[0]);
       return 2;
     }
   }
-  if (reps < 1 || per_device < 1) {
-    std::fprintf(stderr, "%s: --reps and --records take a number of at least 1\n", argv[0]);
+  if (reps < 1 || per_device < 1 || device_count < 1 || device_count > 64) {
+    std::fprintf(stderr, "%s: --reps and --records take a number of at least 1, --devices 1 to 64\n", argv[0]);
     return 2;
   }
   std::error_code not_a_dir;
@@ -104,13 +106,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --dir %s is not a directory\n", argv[0], dir.c_str());
     return 2;
   }
-  devtap::cpu_client cpus(4);
+  devtap::cpu_client cpus(static_cast<std::size_t>(device_count));
   constexpr int n = static_cast<int>(std::size(modes));
   std::vector<double> rates[n];
   for (int r = 0; r < reps; ++r)
     for (int k = 0; k < n; ++k) rates[k].push_back(run(cpus, modes[k], per_device));
-  std::printf("devtap timeline: 4 cpu devices, 16 B records, %llu per device, one consumer; %d rep(s)\n",
-              static_cast<unsigned long long>(per_device), reps);
+  std::printf("devtap timeline: %d cpu device(s), 16 B records, %llu per device, one consumer; %d rep(s)\n",
+              device_count, static_cast<unsigned long long>(per_device), reps);
   const double plain = bench::summarize(rates[0]).median;
   for (int k = 0; k < n; ++k) {
     const bench::summary s = bench::summarize(rates[k]);
@@ -125,11 +127,11 @@ int main(int argc, char** argv) {
     return bench::quartiles_of(ratios);
   };
   const bench::quartiles merged = paired(2, 1), recorded = paired(3, 1), stamped = paired(1, 0);
-  std::printf("merged x unmerged (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.5)\n",
-              merged.median, merged.q1, merged.q3);
+  std::printf("merged x unmerged (both with timestamps, %d device(s)): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.5 over 4)\n",
+              device_count, merged.median, merged.q1, merged.q3);
   std::printf("recording x without (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.8)\n",
               recorded.median, recorded.q1, recorded.q3);
-  std::printf("stamped x unstamped (4 devices): %.2f [%.2f-%.2f] paired\n", stamped.median, stamped.q1, stamped.q3);
+  std::printf("stamped x unstamped (%d device(s)): %.2f [%.2f-%.2f] paired\n", device_count, stamped.median, stamped.q1, stamped.q3);
   std::printf("trace writing: %.2f M events/s end to end (issue 16 target >= 1)\n", bench::summarize(rates[4]).median * 1e-6);
   return 0;
 }
