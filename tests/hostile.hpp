@@ -1,6 +1,7 @@
 #pragma once
 // What the hostile tests share: a watchdog that turns a hang into a failure naming the test, a
-// wait for a condition with a limit, and log sinks that keep expected errors off the output.
+// wait for a condition with a limit, log sinks that keep expected errors off the output, and a
+// way to run a test's threads on one CPU.
 #include <devtap/log.hpp>
 
 #include <catch2/catch.hpp>
@@ -14,6 +15,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
 
 namespace devtap_test {
 
@@ -72,6 +75,30 @@ struct quiet_log {
   ~quiet_log() { devtap::set_log_sink({}); }
   quiet_log(const quiet_log&) = delete;
   quiet_log& operator=(const quiet_log&) = delete;
+};
+
+// Runs the calling thread, and every thread it starts while this lives (they inherit the mask: a
+// receiver's readers, a cpu_client's workers), on one CPU: what a one-CPU container does to
+// fairness between threads that a test on two cores would not see. Restores the mask at its end.
+class one_cpu {
+public:
+  one_cpu() {
+    sched_getaffinity(0, sizeof old_mask_, &old_mask_);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &old_mask_)) {
+        CPU_SET(cpu, &one);
+        break;
+      }
+    sched_setaffinity(0, sizeof one, &one);
+  }
+  ~one_cpu() { sched_setaffinity(0, sizeof old_mask_, &old_mask_); }
+  one_cpu(const one_cpu&) = delete;
+  one_cpu& operator=(const one_cpu&) = delete;
+
+private:
+  cpu_set_t old_mask_;
 };
 
 // Keeps devtap's error lines for the test's scope (from any thread), and restores the default sink

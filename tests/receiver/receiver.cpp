@@ -945,6 +945,59 @@ TEST_CASE("records above half the ring, up to the whole ring, are delivered unde
   }
 }
 
+// A record above half the ring needs the ring (nearly) drained. While two threads flood it with
+// small taps on one CPU, every one of the flood's claims used to win the race for the space the
+// reader freed: the big tap waited as long as the flood went on. Now it goes first; and close()
+// while it waits ends it with an error instead of leaving it (or the stream's end) stuck.
+TEST_CASE("a tap above half the ring, under a flood of small taps on one CPU, is made while the flood goes on") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::one_cpu pinned;
+  using big = std::array<std::uint8_t, 3000>;  // of a 4 KiB ring
+  for (const bool close_first : {false, true}) {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 4096, .close_timeout = 20s});
+    std::atomic<std::uint64_t> small_records{0}, big_records{0};
+    auto small_point = rx.attach<std::uint64_t>([&](const std::uint64_t&) { ++small_records; });
+    auto big_point = rx.attach<big>([&](const big& b) { big_records += b[2999]; });
+    const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> flooders;
+    for (int t = 0; t < 2; ++t)
+      flooders.emplace_back([&] {
+        try {
+          while (!stop) out.tap(small_point, std::uint64_t{1});
+        } catch (const devtap::outfeed_error&) {  // closed under it (the close_first round)
+        }
+      });
+    std::this_thread::sleep_for(20ms);
+    big b{};
+    b[2999] = 1;
+    auto tapped = std::async(std::launch::async, [&] {
+      try {
+        out.tap(big_point, b);
+        return true;
+      } catch (const devtap::outfeed_error&) {
+        return false;
+      }
+    });
+    if (!close_first) {
+      CHECK(tapped.wait_for(10s) == std::future_status::ready);  // while the flood goes on
+      stop = true;
+      for (auto& t : flooders) t.join();
+      CHECK(tapped.get());
+      rx.close();
+      CHECK(big_records == 1);
+    } else {
+      rx.close();  // whatever the big tap's state: made and delivered, or refused as closed
+      stop = true;
+      for (auto& t : flooders) t.join();
+      REQUIRE(tapped.wait_for(10s) == std::future_status::ready);
+      CHECK(big_records == (tapped.get() ? 1u : 0u));
+    }
+    CHECK(small_records > 0);
+  }
+}
+
 TEST_CASE("host threads blocked in a tap when the receiver is destroyed leave with an error, touching live memory") {
   devtap::cpu_client cpus(1);
   auto* dev = cpus.cpu_devices()[0];

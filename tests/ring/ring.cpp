@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -22,6 +24,16 @@ bool write_record(const ring_view& ring, std::uint32_t id, std::uint32_t payload
   commit<host_atomics>(ring, pos, id, 42, payload);
   return true;
 }
+
+// A wait policy that never sleeps: yields, then tries again.
+struct spin_wait {
+  static bool closed_due(unsigned) noexcept { return true; }
+  template <class TryClaim>
+  static bool wait_then_claim(const ring_view&, unsigned, std::uint32_t, TryClaim try_claim_now) {
+    std::this_thread::yield();
+    return try_claim_now(false);
+  }
+};
 
 // Writes `stamp` (and a length) at `pos` by hand, as a producer's commit would.
 void stamp_by_hand(const ring_view& ring, std::uint64_t pos, std::uint64_t stamp, std::uint32_t length) {
@@ -391,6 +403,79 @@ TEST_CASE("a padding claimed alone and an abort ring a sleeping reader, as a com
   abort<host_atomics>(mem.producer, pos, 256);
   CHECK(words->doorbell == 2);
   CHECK(words->reader_sleeping == 0);
+}
+
+// A blocked claim above half the ring fits only in a (nearly) drained ring; small claims would refill
+// it as fast as the reader frees it (on one CPU the call of a hostile test waited as long as a flood
+// of taps went on). While it waits it holds `big_claim`, and every other claim finds the ring full.
+TEST_CASE("a waiting claim above half the ring holds off other claims until it is made, or gives up") {
+  host_ring_allocation mem(1024);
+  ring_reader reader(mem.host);
+  auto* words = mem.host.consumer;
+  const auto drain = [&] {
+    for (auto rec = reader.peek(); rec.kind != record_kind::empty; rec = reader.peek()) reader.release(rec);
+    reader.publish();
+  };
+  const auto big_claim_word = [&] { return std::atomic_ref<std::uint64_t>(mem.producer.producer->big_claim).load(); };
+  REQUIRE(write_record(mem.producer, 1, 768 - 24, 1));
+  drain();                                                 // head 768
+  REQUIRE(write_record(mem.producer, 2, 256 - 24, 2));     // [768, 1024)
+  REQUIRE(write_record(mem.producer, 3, 200 - 24, 3));     // [1024, 1224): 456 bytes taken, 568 free
+  // 600 bytes do not fit (no padding needed: offset 200 + 600 < 1024); 32 bytes would.
+  std::uint64_t big_pos = 0;
+  auto big = std::async(std::launch::async, [&] {
+    return claim<host_atomics, host_wait>(mem.producer, 600, devtap::overflow_policy::block, big_pos);
+  });
+  while (big_claim_word() == 0) std::this_thread::yield();
+  CHECK(big_claim_word() == 600);
+  CHECK_FALSE(write_record(mem.producer, 4, 8, 4));  // room, but the big claim goes first
+  std::uint64_t pos;
+  REQUIRE(try_claim<host_atomics>(mem.producer, record_bytes(8), pos, true));  // a claim past it (a reader's own tap)
+  abort<host_atomics>(mem.producer, pos, record_bytes(8));
+  // The reader drains the ring: the big claim is made, and the others may claim again.
+  drain();
+  REQUIRE(big.get() == claim_status::claimed);
+  CHECK(big_pos == 1256);
+  CHECK(big_claim_word() == 0);
+  CHECK(words->doorbell_space >= 1);  // any that waited behind it were woken
+  commit<host_atomics>(mem.producer, big_pos, 5, 42, 600 - sizeof(record_header));
+  auto rec = reader.peek();
+  REQUIRE(rec.kind == record_kind::data);
+  CHECK(rec.header->consumer_id == 5);
+  reader.release(rec);
+  reader.publish();                                    // head 1856 (offset 832)
+
+  // A big claim that gives up (the ring closes) lets the others go, and wakes those that sleep: a
+  // small producer asleep behind it (the end marker's claim, say) has nothing else to wake it, since
+  // the reader has nothing left to read and publish.
+  REQUIRE(write_record(mem.producer, 6, 512 - 24, 6));  // padding to the end, then [2048, 2560): 704 taken
+  const std::uint64_t tail_before = mem.producer.producer->tail;
+  std::atomic<int> small_status{-1};
+  auto small = std::async(std::launch::async, [&] {
+    while (std::atomic_ref<std::uint64_t>(mem.producer.producer->big_claim).load() == 0) std::this_thread::yield();
+    std::uint64_t p;
+    small_status = static_cast<int>(claim<host_atomics, host_wait>(mem.producer, record_bytes(8),
+                                                                  devtap::overflow_policy::block, p, ring_reader_gone));
+    if (small_status == static_cast<int>(claim_status::claimed)) abort<host_atomics>(mem.producer, p, record_bytes(8));
+  });
+  // The big claim spins (spin_wait), so that only its give-up can wake the small one.
+  auto giving_up = std::async(std::launch::async, [&] {
+    return claim<host_atomics, spin_wait>(mem.producer, 600, devtap::overflow_policy::block, big_pos);
+  });
+  while (std::atomic_ref<std::uint32_t>(words->producers_waiting).load() == 0) std::this_thread::yield();  // small sleeps
+  std::atomic_ref<std::uint32_t>(words->closed).store(ring_ending);  // no wake: the big claim sees it as it spins
+  CHECK(giving_up.get() == claim_status::closed);
+  const bool woken = small.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  CHECK(woken);
+  if (!woken) {  // let the test end
+    std::atomic_ref<std::uint32_t> epoch(words->doorbell_space);
+    epoch.fetch_add(1);
+    epoch.notify_all();
+  }
+  small.get();
+  CHECK(small_status == static_cast<int>(claim_status::claimed));
+  CHECK(big_claim_word() == 0);
+  CHECK(mem.producer.producer->tail == tail_before + record_bytes(8));  // the small claim only (then aborted)
 }
 
 TEST_CASE("calls_in_flight sees a reply slot taken in either word, and none once all are given back") {

@@ -2,7 +2,7 @@
 /** `cuda_atomics`: the ring protocol's atomics policy (devtap/ring/layout.hpp) for CUDA producers.
  *
  * Where each word lives decides the scope (docs/cuda.md, "Memory placement"):
- *  - `producer_ref` — the reservation words (`ring_producer_side::tail`, `head_cache`) live in
+ *  - `producer_ref` — the reservation words (`ring_producer_side::tail`, `head_cache`, `big_claim`) live in
  *    device memory and only threads of that one GPU touch them: device scope, resolved in L2.
  *  - `shared_ref` — every word the host also reads or writes (record headers, `head`, `closed`,
  *    the sticky error and drop counters) lives in pinned host memory mapped into the GPU: system

@@ -85,7 +85,8 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t record_bytes(std::uint64_t payload) {
   return align8(sizeof(record_header) + payload);
 }
 /** Largest record (header included) a ring accepts: the whole ring, up to max_record_limit. A record
- *  above half the ring may have to wait for the ring to drain (try_claim, produce.hpp). */
+ *  above half the ring may have to wait for the ring to drain; other claims wait behind it (claim,
+ *  produce.hpp). */
 DEVTAP_HOST_DEVICE constexpr std::uint64_t max_record_bytes(std::uint64_t capacity) {
   return capacity < max_record_limit ? capacity : max_record_limit;
 }
@@ -116,6 +117,7 @@ struct ring_producer_side {                // cpu: host memory; CUDA: device mem
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
   std::uint64_t taps = 0;                  // taps and calls made, dropped ones too (timestamps on): on the tail's line
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
+  std::uint64_t big_claim = 0;  // a blocked claim above half the ring waits: the others wait behind it (produce.hpp)
   alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
 };
 

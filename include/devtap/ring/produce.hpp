@@ -13,12 +13,20 @@ namespace detail {
 /** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. A record
  *  that does not fit before the end of the ring is preceded by padding to the end; when the
  *  padding and the record together are more than a ring (a record above half the ring), the padding
- *  is claimed and committed alone first, and the record then waits for room from the ring's start. */
+ *  is claimed and committed alone first, and the record then waits for room from the ring's start.
+ *  While a claim above half the ring waits (`big_claim`, set by claim below), the ring is full to
+ *  every other claim but those `past_big_claim`: that claim's own, and a tap of the ring's reader,
+ *  which cannot wait (the reader drains the ring for it). */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
-DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos) {
+DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
+                                  bool past_big_claim = false) {
   typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
   typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
+  // Relaxed: only fairness depends on it (partner: claim's take and release of it).
+  if (!past_big_claim &&
+      typename Atomics::template producer_ref<std::uint64_t>(ring.producer->big_claim).load(Atomics::relaxed) != 0)
+    return false;
   std::uint64_t t = tail.load(Atomics::relaxed);
   for (;;) {
     const std::uint64_t pad = claim_padding(ring.capacity, t, bytes);
@@ -111,6 +119,25 @@ DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, st
   typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
 }
 
+/** A claim of `bytes` above half the ring that must wait takes `big_claim`, if no other holds it. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE bool take_big_claim(const ring_view& ring, std::uint64_t bytes) {
+  std::uint64_t none = 0;
+  return typename Atomics::template producer_ref<std::uint64_t>(ring.producer->big_claim)
+      .compare_exchange_strong(none, bytes, Atomics::relaxed, Atomics::relaxed);
+}
+
+/** Its holder, once its claim is made or has given up, lets the other claims go. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics>
+DEVTAP_HOST_DEVICE void release_big_claim(const ring_view& ring) {
+  typename Atomics::template producer_ref<std::uint64_t>(ring.producer->big_claim).store(0, Atomics::release);
+  // Host producers that waited behind it may sleep until the reader publishes space, and a claim
+  // that gave up (closed) leaves nothing for the reader to free: wake them (partner: host_wait).
+  if constexpr (Atomics::wakes_reader) wake_producers(ring);
+}
+
 /** What a claim under an overflow policy came to. */
 enum class claim_status : std::uint32_t {
   claimed = 0,  ///< `pos` holds the claimed position
@@ -130,12 +157,22 @@ DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes
   if (policy == overflow_policy::drop) return claim_status::dropped;
   if (policy == overflow_policy::error) return claim_status::full;
   typename Atomics::template shared_ref<std::uint32_t> closed(ring.consumer->closed);
+  // A record above half the ring fits only once the ring has (nearly) drained, and small claims
+  // refill it as fast as the reader frees it: on one CPU such a claim waited as long as they went
+  // on. So the first of them to wait takes `big_claim`, and other claims wait behind it (try_claim).
+  const bool big = bytes > ring.capacity / 2;
+  bool holds_big_claim = false;
   auto try_claim_now = [&](bool only_if_cached_fits) {
-    return (!only_if_cached_fits || fits_cached<Atomics>(ring, bytes)) && try_claim<Atomics>(ring, bytes, pos);
+    if (big && !holds_big_claim) holds_big_claim = take_big_claim<Atomics>(ring, bytes);
+    return (!only_if_cached_fits || fits_cached<Atomics>(ring, bytes)) && try_claim<Atomics>(ring, bytes, pos, holds_big_claim);
+  };
+  auto done = [&](claim_status status) {
+    if (holds_big_claim) release_big_claim<Atomics>(ring);
+    return status;
   };
   for (unsigned attempt = 1;; ++attempt) {
-    if (Wait::closed_due(attempt) && closed.load(Atomics::acquire) >= give_up_at) return claim_status::closed;
-    if (Wait::wait_then_claim(ring, attempt, give_up_at, try_claim_now)) return claim_status::claimed;
+    if (Wait::closed_due(attempt) && closed.load(Atomics::acquire) >= give_up_at) return done(claim_status::closed);
+    if (Wait::wait_then_claim(ring, attempt, give_up_at, try_claim_now)) return done(claim_status::claimed);
   }
 }
 

@@ -178,6 +178,8 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   // be waiting for it (a shared or merged consumer's lock).
   const bool waits_for_itself = status != claim_status::claimed && out.policy() == overflow_policy::block &&
                                 (ring_read_here == ring.consumer || receiver_read_here == out.receiver_id());
+  // Nor behind a big claim (try_claim): such a tap takes room wherever there is room now.
+  if (waits_for_itself && try_claim<host_atomics>(ring, bytes, pos, true)) status = claim_status::claimed;
   std::optional<ring_pin> pin;  // a wait for space below may outlive the receiver
   if (status != claim_status::claimed && !waits_for_itself) {
     if (out.policy() == overflow_policy::block) pin.emplace(ring);  // (drop and error do not wait)
