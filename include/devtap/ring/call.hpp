@@ -25,7 +25,9 @@
 #include <cstring>
 #include <thread>
 
-#include <sched.h>
+#if defined(__linux__)
+#include <sched.h>  // sched_getcpu, a GNU extension
+#endif
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
@@ -107,8 +109,12 @@ DEVTAP_HOST_DEVICE bool answers_ended(const ring_view& ring) {
 
 /** This thread's CPU + 1, or 0 where the system cannot say. */
 inline std::uint32_t this_cpu_plus_one() noexcept {
+#if defined(__linux__)
   const int cpu = sched_getcpu();
   return cpu < 0 ? 0 : static_cast<std::uint32_t>(cpu) + 1;
+#else
+  return 0;  // unknown: answer_call then never yields to its caller
+#endif
 }
 
 /** A host caller notes its CPU in its slot before it sends the call (published by the commit). */

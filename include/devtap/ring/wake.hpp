@@ -38,9 +38,10 @@ inline thread_local const ring_consumer_side* ring_read_here = nullptr;
  *  handlers into any of its devices could wait in a cycle of readers (A's handler waits for B,
  *  B's for A), so it is refused. */
 inline thread_local std::uint32_t receiver_read_here = 0;
-/** Set on a reader thread when a commit's doorbell woke it from its sleep, until it next runs out
- *  of records: the scheduler may have placed it on the CPU of the producer that woke it (a caller
- *  that then spins for its answer: answer_call lets it run). */
+/** Set on a reader thread whenever it returns from its sleep (mostly a commit's doorbell; also a
+ *  stop, a close or a spurious wake), until it next runs out of records: the scheduler may have
+ *  placed it on the CPU of the producer that woke it (a caller that then spins for its answer:
+ *  answer_call lets it run). A wake by anything else costs at most one needless yield. */
 inline thread_local bool reader_just_woke = false;
 
 /** Wakes the reader unconditionally (stop, close, a CUDA device done): partner of reader_sleep. */
