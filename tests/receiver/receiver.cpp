@@ -998,6 +998,34 @@ TEST_CASE("a tap above half the ring, under a flood of small taps on one CPU, is
   }
 }
 
+// Under block on one CPU, a producer asleep for space lost every race to one that kept spinning: a
+// device's work beside a host thread flooding the same ring did not finish in 20 s (found with the
+// accounting test under taskset -c 0). A claim about to sleep now takes its turn (host_wait::takes_turn).
+TEST_CASE("a device's work tapping beside a host thread that floods its ring, on one CPU, finishes") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::one_cpu pinned;
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2048});
+  std::atomic<std::uint64_t> from_work{0};
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v) { from_work += v; });
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  std::atomic<bool> stop{false};
+  std::thread flooder([&] {
+    while (!stop) out.tap(point, std::uint64_t{0});
+  });
+  std::this_thread::sleep_for(10ms);
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 2000; ++i) ctx.tap(point, std::uint64_t{1});
+  });
+  const bool finished = work.wait_for(20s) == std::future_status::ready;  // while the flood goes on
+  stop = true;
+  flooder.join();
+  CHECK(finished);
+  work.get();
+  rx.close();
+  CHECK(from_work == 2000);
+}
+
 TEST_CASE("host threads blocked in a tap when the receiver is destroyed leave with an error, touching live memory") {
   devtap::cpu_client cpus(1);
   auto* dev = cpus.cpu_devices()[0];

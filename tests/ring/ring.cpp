@@ -28,6 +28,7 @@ bool write_record(const ring_view& ring, std::uint32_t id, std::uint32_t payload
 // A wait policy that never sleeps: yields, then tries again.
 struct spin_wait {
   static bool closed_due(unsigned) noexcept { return true; }
+  DEVTAP_HOST_DEVICE static bool takes_turn(unsigned) noexcept { return false; }
   template <class TryClaim>
   static bool wait_then_claim(const ring_view&, unsigned, std::uint32_t, TryClaim try_claim_now) {
     std::this_thread::yield();

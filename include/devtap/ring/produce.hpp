@@ -160,10 +160,13 @@ DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes
   // A record above half the ring fits only once the ring has (nearly) drained, and small claims
   // refill it as fast as the reader frees it: on one CPU such a claim waited as long as they went
   // on. So the first of them to wait takes `big_claim`, and other claims wait behind it (try_claim).
+  // So does a host claim about to sleep (Wait::takes_turn): one that keeps spinning would win every
+  // race for the space the reader frees.
   const bool big = bytes > ring.capacity / 2;
   bool holds_big_claim = false;
+  unsigned attempt_now = 0;
   auto try_claim_now = [&](bool only_if_cached_fits) {
-    if (big && !holds_big_claim) holds_big_claim = take_big_claim<Atomics>(ring, bytes);
+    if ((big || Wait::takes_turn(attempt_now)) && !holds_big_claim) holds_big_claim = take_big_claim<Atomics>(ring, bytes);
     return (!only_if_cached_fits || fits_cached<Atomics>(ring, bytes)) && try_claim<Atomics>(ring, bytes, pos, holds_big_claim);
   };
   auto done = [&](claim_status status) {
@@ -171,6 +174,7 @@ DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes
     return status;
   };
   for (unsigned attempt = 1;; ++attempt) {
+    attempt_now = attempt;
     if (Wait::closed_due(attempt) && closed.load(Atomics::acquire) >= give_up_at) return done(claim_status::closed);
     if (Wait::wait_then_claim(ring, attempt, give_up_at, try_claim_now)) return done(claim_status::claimed);
   }

@@ -97,6 +97,8 @@ inline void wake_producers(const ring_view& ring) noexcept {
  *  yield, then sleep on `doorbell_space` until the reader publishes space (wake_producers). */
 struct host_wait {
   static bool closed_due(unsigned) noexcept { return true; }  // `closed` is host memory: cheap to read
+  /** A claim about to sleep takes its turn (`big_claim`): one that keeps spinning would win every race for space. */
+  DEVTAP_HOST_DEVICE static bool takes_turn(unsigned attempt) noexcept { return attempt > 128; }
 
   /** Waits a little before attempt `attempt` (1, 2, ...), then tries again; true when claimed. */
   template <class TryClaim>
@@ -142,6 +144,7 @@ struct device_wait {
   static constexpr unsigned closed_read_every = 16;  ///< and `closed` every 16th
 
   DEVTAP_HOST_DEVICE static bool closed_due(unsigned attempt) noexcept { return attempt % closed_read_every == 0; }
+  DEVTAP_HOST_DEVICE static bool takes_turn(unsigned) noexcept { return false; }  // only a big claim: many threads wait
 
   /** Sleeps before attempt `attempt` (1, 2, ...), then tries again when a claim may succeed. */
   DEVTAP_NO_EXEC_CHECK
