@@ -14,9 +14,9 @@ namespace detail {
  *  that does not fit before the end of the ring is preceded by padding to the end; when the
  *  padding and the record together are more than a ring (a record above half the ring), the padding
  *  is claimed and committed alone first, and the record then waits for room from the ring's start.
- *  While a claim above half the ring waits (`big_claim`, set by claim below), the ring is full to
- *  every other claim but those `past_big_claim`: that claim's own, and a tap of the ring's reader,
- *  which cannot wait (the reader drains the ring for it). */
+ *  While a waiting claim holds its turn (`big_claim`, set by claim below: one above half the ring,
+ *  or a host claim about to sleep), the ring is full to every other claim but those
+ *  `past_big_claim`: that claim's own, and a tap from the receiver's own threads, which cannot wait. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
@@ -119,7 +119,7 @@ DEVTAP_HOST_DEVICE void set_sticky(const ring_view& ring, std::uint32_t code, st
   typename Atomics::template shared_ref<std::uint32_t>(ring.consumer->sticky_error).fetch_or(code, Atomics::release);
 }
 
-/** A claim of `bytes` above half the ring that must wait takes `big_claim`, if no other holds it. */
+/** A waiting claim of `bytes` (above half the ring, or about to sleep) takes `big_claim`, if no other holds it. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool take_big_claim(const ring_view& ring, std::uint64_t bytes) {
