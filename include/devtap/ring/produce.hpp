@@ -164,9 +164,7 @@ DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes
   // race for the space the reader frees.
   const bool big = bytes > ring.capacity / 2;
   bool holds_big_claim = false;
-  unsigned attempt_now = 0;
   auto try_claim_now = [&](bool only_if_cached_fits) {
-    if ((big || Wait::takes_turn(attempt_now)) && !holds_big_claim) holds_big_claim = take_big_claim<Atomics>(ring, bytes);
     return (!only_if_cached_fits || fits_cached<Atomics>(ring, bytes)) && try_claim<Atomics>(ring, bytes, pos, holds_big_claim);
   };
   auto done = [&](claim_status status) {
@@ -174,8 +172,8 @@ DEVTAP_HOST_DEVICE claim_status claim(const ring_view& ring, std::uint64_t bytes
     return status;
   };
   for (unsigned attempt = 1;; ++attempt) {
-    attempt_now = attempt;
     if (Wait::closed_due(attempt) && closed.load(Atomics::acquire) >= give_up_at) return done(claim_status::closed);
+    if ((big || Wait::takes_turn(attempt)) && !holds_big_claim) holds_big_claim = take_big_claim<Atomics>(ring, bytes);
     if (Wait::wait_then_claim(ring, attempt, give_up_at, try_claim_now)) return done(claim_status::claimed);
   }
 }
