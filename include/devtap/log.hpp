@@ -17,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -113,7 +114,9 @@ void set_log_level(log_level level) noexcept;
 /** Current threshold. */
 log_level get_log_level() noexcept;
 
-/** Routes log lines to `sink` instead of stderr (an empty function restores stderr). */
+/** Routes log lines to `sink` instead of stderr (an empty function restores stderr). The sink is
+ *  never called concurrently; a line it logs itself goes to stderr, and calling set_log_sink from
+ *  inside it throws std::logic_error. */
 void set_log_sink(std::function<void(log_level, std::string_view)> sink);
 
 namespace detail {

@@ -41,8 +41,17 @@ DEVTAP_FUNC std::string log_env_problem(const char* text) {
 }
 
 DEVTAP_FUNC logger_state& logger() {
-  static logger_state state;  // function-local: no static-init order problem
+  // Function-local: no static-init order problem. Never destroyed: receivers still open at exit
+  // are closed by an atexit handler that may run after a static logger's destructor, and log.
+  static logger_state& state = *new logger_state;
   return state;
+}
+
+/** Set while this thread runs the log sink, which holds the logger's mutex: a line the sink logs
+ *  goes to stderr, and set_log_sink refuses, where either would wait for the mutex it holds. */
+DEVTAP_FUNC bool& inside_log_sink() noexcept {
+  static thread_local bool inside = false;
+  return inside;
 }
 
 DEVTAP_FUNC void append(std::string& out, const log_arg& arg) {
@@ -90,11 +99,17 @@ DEVTAP_FUNC void write_stderr(log_level level, std::string_view message) noexcep
 }
 
 DEVTAP_FUNC void write_log_line(log_level level, std::string_view message) {
+  if (inside_log_sink()) return write_stderr(level, message);
   auto& state = logger();
   std::lock_guard lock(state.mutex);
   if (state.sink) {
     char why[256] = "unknown exception";  // copied: what() dies with the exception
+    struct inside_guard {
+      inside_guard() noexcept { inside_log_sink() = true; }
+      ~inside_guard() { inside_log_sink() = false; }
+    };
     try {
+      const inside_guard inside;
       state.sink(level, message);
       return;
     } catch (const std::exception& e) {
@@ -136,6 +151,8 @@ DEVTAP_FUNC log_level get_log_level() noexcept {
 }
 
 DEVTAP_FUNC void set_log_sink(std::function<void(log_level, std::string_view)> sink) {
+  if (detail::inside_log_sink())
+    throw std::logic_error("devtap: set_log_sink called from inside the log sink (it would wait for itself)");
   auto& state = detail::logger();
   std::lock_guard lock(state.mutex);
   state.sink = std::move(sink);

@@ -1,11 +1,17 @@
 // A program that calls std::exit with a receiver open: the receiver is closed at exit, its
-// consumers see every record and their end of stream. (A separate program: it exits.)
+// consumers see every record and their end of stream. With the argument `logs`, the close at exit
+// has something to log (a consumer threw) and the logger was first used after the exit handler was
+// registered: the line must still reach the sink (the logger must not be destroyed before the
+// handler runs; ASan saw a heap-use-after-free). (A separate program: it exits.)
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace {
 constexpr long taps = 100000;
@@ -16,9 +22,29 @@ devtap::consumer<long> count(devtap::inbox<long> in) {
   while (auto value = co_await in.next()) delivered.fetch_add(1, std::memory_order_relaxed);
   ended = true;
 }
+
+std::string* sink_lines = nullptr;  // never destroyed, as the sink that appends to it
+
+int logs_at_exit() {
+  std::atexit([] {  // runs after the receiver's exit handler
+    const bool ok = sink_lines->find("closed at exit") != std::string::npos;
+    std::printf("the sink %s the close's line\n", ok ? "got" : "did not get");
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  auto* cpus = new devtap::cpu_client(1);
+  auto* rx = new devtap::receiver({.devices = {cpus->local_devices()[0]}, .name = "logs-at-exit"});
+  sink_lines = new std::string;
+  // Captures a string: the callable lives on the heap, where ASan sees a use after the logger's destruction.
+  devtap::set_log_sink([end = std::string("\n")](devtap::log_level, std::string_view line) { sink_lines->append(line).append(end); });
+  auto point = rx->attach<int>([](const int& v) { throw std::runtime_error("consumer failed on " + std::to_string(v)); });
+  cpus->cpu_devices()[0]->run([point](devtap::cpu_context& ctx) { ctx.tap(point, 7); });
+  std::exit(0);
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "logs") == 0) return logs_at_exit();
   // Registered before the receiver's exit handler, so it runs after it (handlers run in reverse).
   std::atexit([] {
     const bool ok = delivered.load() == taps && ended.load();

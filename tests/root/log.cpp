@@ -105,6 +105,30 @@ TEST_CASE("a sink that throws never ends the process; its lines go to stderr, wi
   CHECK(occurrences(text, "the log sink threw (sink full)") == 1);  // once per sink
 }
 
+TEST_CASE("a sink that logs, or sets the sink, does not wait for itself: its own line goes to stderr") {
+  const auto before = devtap::get_log_level();
+  devtap::set_log_level(devtap::log_level::info);
+  std::vector<std::string> lines;
+  std::string refusal;
+  stderr_capture err;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) {
+    lines.emplace_back(m);
+    devtap::log(devtap::log_level::warn, "the sink saw {} bytes", m.size());  // the logger's mutex is held here
+    try {
+      devtap::set_log_sink({});
+    } catch (const std::logic_error& e) {
+      refusal = e.what();
+    }
+  });
+  std::thread([] { devtap::log(devtap::log_level::error, "from a thread {}", 1); }).join();
+  devtap::log(devtap::log_level::info, "from the test");
+  devtap::set_log_sink({});  // outside the sink: allowed
+  devtap::set_log_level(before);
+  CHECK(lines == std::vector<std::string>{"from a thread 1", "from the test"});
+  CHECK(err.text() == "[devtap warn] the sink saw 15 bytes\n[devtap warn] the sink saw 13 bytes\n");
+  CHECK(refusal == "devtap: set_log_sink called from inside the log sink (it would wait for itself)");
+}
+
 TEST_CASE("DEVTAP_LOG values: case and surrounding white space do not matter; others are reported") {
   using devtap::detail::log_env_problem;
   using devtap::detail::parse_log_level;
