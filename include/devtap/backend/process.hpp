@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -28,7 +29,8 @@ process_info process_info_from(Getenv&& getenv) {
   };
   for (const auto& l : launchers) {
     process_info info;
-    if (!parse_non_negative(getenv(l.rank), info.index)) continue;
+    // The largest int is no rank: the count that covers it would not fit.
+    if (!parse_non_negative(getenv(l.rank), info.index) || info.index == std::numeric_limits<int>::max()) continue;
     int count = 0;
     // A missing or inconsistent size still has to cover our own index.
     info.count = parse_non_negative(getenv(l.size), count) && count > info.index ? count : info.index + 1;

@@ -91,7 +91,7 @@ template <std::size_t N>
 consteval bool names_unique(const std::array<backend_entry, N>& entries) {
   for (std::size_t i = 0; i < N; ++i)
     for (std::size_t j = i + 1; j < N; ++j)
-      if (entries[i].name == entries[j].name) return false;
+      if (equal_ignoring_case(entries[i].name, entries[j].name)) return false;  // as DEVTAP_PLATFORMS finds them
   return true;
 }
 
@@ -112,7 +112,7 @@ class registry {
   static constexpr std::array<detail::backend_entry, count> entries_{
       detail::backend_entry{detail::policy_name<B>(), detail::policy_priority<B>(), detail::policy_required<B>(),
                             &detail::policy_create<B>}...};
-  static_assert(detail::names_unique(entries_), "devtap::registry: two backends have the same name");
+  static_assert(detail::names_unique(entries_), "devtap::registry: two backends have the same name (names are compared ignoring case)");
   static constexpr std::array<std::size_t, count> order_ = detail::order_by_priority(entries_);
 
   template <std::size_t... I>
