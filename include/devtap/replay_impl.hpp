@@ -11,16 +11,24 @@
 DEVTAP_BEGIN_NAMESPACE
 
 DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::uint64_t fingerprint) const {
+  // run() walks consumers_: one added meanwhile (from a consumer) would move the entry it hands a record to.
+  if (ran_)
+    throw std::logic_error("devtap: replay '" + file_->path() + "': attach() after run() was called (attach every consumer first)");
   std::vector<std::uint32_t> ids;
   std::string known, types;
+  bool calls = false, others = false;  // the kinds of the points of this name
   for (const auto& p : file_->points()) {
     if (p.name == name) {
-      if (p.fingerprint == fingerprint) ids.push_back(p.id);
+      (p.kind == detail::point_kind::call ? calls : others) = true;
+      if (p.fingerprint == fingerprint && p.kind != detail::point_kind::call) ids.push_back(p.id);
       types += (types.empty() ? "" : ", ") + std::to_string(p.fingerprint);
     }
     known += (known.empty() ? "" : ", ") + ("'" + p.name + "'");
   }
   if (!ids.empty()) return ids;
+  if (calls && !others)
+    throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
+                                "' is a call (receiver::serve): replay re-delivers taps, not calls");
   if (!types.empty())
     throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
                                 "' was recorded with another type than the one attached (fingerprint " + types +
@@ -31,7 +39,7 @@ DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::
 
 DEVTAP_FUNC replay_stats replay::run() {
   if (std::exchange(ran_, true))
-    throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (its consumers' streams ended)");
+    throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (a replay runs once)");
   replay_stats stats;
   std::vector<consumer_failure> failures;
   // As a receiver keeps them: 16 per consumer and device, the others counted (a consumer that

@@ -925,6 +925,63 @@ TEST_CASE("replay: points are found by name and type; a point never tapped repla
   CHECK_THROWS_AS(rp.run(), std::logic_error);
 }
 
+TEST_CASE("replay: attach() from a consumer during run(), or after it, is refused; a call point says it is one") {
+  temp_file file("attach_late");
+  devtap::cpu_client cpus(2);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto x = rx.attach<int>([](const int&) {}, "x");
+    auto ask = rx.serve<int, int>([](const int& q) { return q + 1; }, "ask");
+    for (auto* dev : cpus.cpu_devices())
+      dev->run([&](devtap::cpu_context& ctx) {
+        for (int i = 0; i < 3; ++i) ctx.tap(x, i);
+        CHECK(ctx.call(ask, 1) == 2);
+      });
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  std::string refused_inside, refused_at_end;
+  int seen = 0;
+  // Each attach during run() pushed onto the consumer list run() walks: ASan saw a use after free.
+  rp.attach<int>("x", [&](const int&) {
+    ++seen;
+    try {
+      rp.attach<int>("x", [](const int&) {});
+    } catch (const std::logic_error& e) {
+      refused_inside = e.what();
+    }
+    throw std::runtime_error("after the refused attach");
+  });
+  rp.attach<int>("x", [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (co_await in.next()) {
+    }
+    try {  // at a stream's end, while run() walks the consumers to finish them
+      rp.attach<int>("x", [](const int&) {});
+    } catch (const std::logic_error& e) {
+      refused_at_end = e.what();
+    }
+  });
+  CHECK_THROWS_AS(rp.run(), devtap::tap_error);
+  CHECK(seen == 6);
+  const std::string expected = "devtap: replay '" + file.path + "': attach() after run() was called (attach every consumer first)";
+  CHECK(refused_inside == expected);
+  CHECK(refused_at_end == expected);
+  try {
+    rp.attach<int>("x", [](const int&) {});
+    FAIL("attach after run() was accepted");
+  } catch (const std::logic_error& e) {
+    CHECK(e.what() == expected);
+  }
+  devtap::replay again(file.path);
+  try {
+    again.attach<int>("ask", [](const int&) {});
+    FAIL("a call point was attached");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) ==
+          "devtap: replay '" + file.path + "': point 'ask' is a call (receiver::serve): replay re-delivers taps, not calls");
+  }
+}
+
 TEST_CASE("replay: a consumer that throws on every record keeps 16 failures and counts the rest") {
   temp_file file("throws-always");
   devtap::cpu_client cpus(1);
