@@ -26,6 +26,12 @@ using devtap::detail::point_kind;
 using devtap::detail::recorded_entry;
 using devtap::detail::recording_reader;
 
+std::string cut_text(const recording_reader& file) {
+  return fmt::format("the recording is cut short at byte {}: its writer stopped there without closing it (a crash, or a "
+                     "run still going); what came before is shown",
+                     file.cut_short_at());
+}
+
 std::string_view kind_name(point_kind k) {
   switch (k) {
     case point_kind::tap: return "tap";
@@ -79,16 +85,17 @@ int summary(recording_reader& file) {
   if (markers.empty()) fmt::print(" none");
   for (const auto& [name, m] : markers) fmt::print(" {} {} ({} marker(s))", name, m.first, m.second);
   fmt::print("\n");
-  if (file.cut_short_at() != 0)
-    fmt::print("the recording ends mid-chunk at byte {}: its writer stopped there; what came before is shown\n",
-               file.cut_short_at());
+  if (file.cut_short_at() != 0) fmt::print("{}\n", cut_text(file));
   return 0;
 }
 
 int trace(recording_reader& file, const std::string& out_path) {
+  // Read through once first: a recording damaged halfway is refused before the output is touched.
+  file.for_each([](const recorded_entry&) {});
   std::vector<std::string> names;
   for (const auto& d : file.devices()) names.push_back(d.name);
   devtap::detail::trace_writer trace(out_path, file.receiver_name(), names, file.origin_ns());
+  trace.start();
   for (const auto& [id, name] : file.scope_names()) trace.name_scope(id, name);
   file.for_each([&](const recorded_entry& e) {
     if (e.is_line) {  // a printer's line, as the live printer wrote it
@@ -109,6 +116,7 @@ int trace(recording_reader& file, const std::string& out_path) {
     return 1;
   }
   fmt::print("wrote {} ({} events)\n", out_path, trace.events());
+  if (file.cut_short_at() != 0) fmt::print(stderr, "devtap-recording: {}\n", cut_text(file));
   return 0;
 }
 

@@ -47,8 +47,8 @@ struct replay_stats {
   std::uint64_t undecodable = 0;
   std::uint64_t markers = 0;     ///< drops, losses and errors the recording marks
   std::uint64_t dropped = 0;     ///< taps the devices did not write, as the markers count them
-  /** Where the recording ends mid-chunk (its writer stopped there, e.g. a crash), or 0: the records
-   *  before it were delivered. */
+  /** Where the recording stops short (mid-chunk, or without the end chunk close() writes: its
+   *  writer stopped there, e.g. a crash), or 0: the records before it were delivered. */
   std::uint64_t cut_short_at = 0;
 };
 

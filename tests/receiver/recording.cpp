@@ -753,6 +753,52 @@ TEST_CASE("record_file: a path that cannot be opened is refused up front; a full
   devtap::set_log_sink({});
 }
 
+TEST_CASE("trace_file and record_file: a receiver that fails to open leaves them as they were; an open one's header is on disk at once") {
+  devtap::cpu_client cpus(2);
+  temp_file old_trace("kept.json"), old_record("kept.devtap"), new_trace("new.json"), new_record("new.devtap");
+  write_all(old_trace.path, "an earlier trace");
+  write_all(old_record.path, "an earlier recording");
+  const auto untouched = [&] {
+    CHECK(read_all(old_trace.path) == "an earlier trace");
+    CHECK(read_all(old_record.path) == "an earlier recording");
+    CHECK_FALSE(std::filesystem::exists(new_trace.path));
+    CHECK_FALSE(std::filesystem::exists(new_record.path));
+  };
+  // The recording cannot be opened after the trace was: the trace is not emptied (nor made).
+  for (const std::string& trace : {old_trace.path, new_trace.path})
+    CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .trace_file = trace, .record_file = "/nonexistent-dir/r"}),
+                    std::invalid_argument);
+  untouched();
+  // A device already has a receiver: both files open, then the receiver gives up. Before, both were
+  // emptied and the trace claimed that every device's reader was stuck.
+  {
+    devtap::receiver holder({.devices = {cpus.cpu_devices()[1]}});
+    for (const bool existing : {true, false})
+      CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .trace_file = existing ? old_trace.path : new_trace.path,
+                                        .record_file = existing ? old_record.path : new_record.path}),
+                      devtap::outfeed_error);
+    untouched();
+  }
+  // Open: the file names its devices and points at once (a crash now leaves a readable recording).
+  devtap::receiver rx({.devices = all(cpus), .trace_file = old_trace.path, .record_file = old_record.path});
+  auto point = rx.attach<int>([](const int&) {}, "values");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+  rx.flush();
+  CHECK(read_all(old_trace.path).rfind("{\"displayTimeUnit\"", 0) == 0);
+  {
+    devtap::replay live(old_record.path);  // while the receiver is open: no end chunk yet
+    CHECK(live.devices().size() == 2);
+    live.attach<int>("values", [](const int&) {});
+    CHECK(live.run().cut_short_at != 0);
+  }
+  rx.close();
+  devtap::replay closed(old_record.path);
+  std::vector<int> values;
+  closed.attach<int>("values", [&](const int& v) { values.push_back(v); });
+  CHECK(closed.run().cut_short_at == 0);
+  CHECK(values == std::vector<int>{1});
+}
+
 TEST_CASE("record_file: after close() gave up on a stuck consumer, what was written replays, the trace parses, nothing changes later") {
   temp_file file("stuck");
   temp_file trace("stuck.json");
@@ -871,7 +917,7 @@ TEST_CASE("replay: a recording cut short mid-chunk replays what came before, and
     rx.close();
   }
   const std::string bytes = read_all(file.path);
-  for (const std::size_t keep : {bytes.size() - 4, bytes.size() - 100, bytes.size() / 2, bytes.size() / 3}) {
+  for (const std::size_t keep : {bytes.size() - 100, bytes.size() / 2, bytes.size() / 3}) {
     write_all(cut.path, bytes.substr(0, keep));
     devtap::replay rp(cut.path);
     std::uint64_t next = 0;
@@ -883,6 +929,19 @@ TEST_CASE("replay: a recording cut short mid-chunk replays what came before, and
     CHECK(next < 100000);
     CHECK(st.cut_short_at != 0);
     CHECK(st.cut_short_at < keep);
+  }
+  // The last 16 bytes are the end chunk (a header with no body): without it, or with part of it,
+  // every record is there and the recording still says it was not closed (a crash between chunks).
+  const std::size_t end_chunk = bytes.size() - 16;
+  for (const std::size_t keep : {end_chunk, end_chunk + 4, bytes.size() - 1}) {
+    INFO("kept " << keep << " of " << bytes.size());
+    write_all(cut.path, bytes.substr(0, keep));
+    devtap::replay rp(cut.path);
+    std::uint64_t n = 0;
+    rp.attach<std::uint64_t>("n", [&](const std::uint64_t&) { ++n; });
+    const auto st = rp.run();
+    CHECK(n == 100000);
+    CHECK(st.cut_short_at == end_chunk);
   }
   devtap::replay whole(file.path);
   whole.attach<std::uint64_t>("n", [](const std::uint64_t&) {});
@@ -1094,6 +1153,55 @@ TEST_CASE("replay: a file of many point definitions opens with the first definit
   CHECK(seen == std::vector<std::uint64_t>{10, 20, 30});
   CHECK(stats.records == 3);
   CHECK(stats.cut_short_at == 0);
+}
+
+TEST_CASE("replay: an unknown chunk type, a definition longer than its fields, a chunk after the end are damage") {
+  temp_file file("damage");
+  handmade_recording rec = handmade_recording::with_devices(1);
+  rec.bytes.replace(8, 4, std::string("\x02\0\0\0", 4));  // version 2: it ends with an end chunk
+  handmade_recording point;  // a tap point "p" of std::uint64_t, id 7
+  point.u32_pair(7, 1);
+  point.u64(devtap::type_fingerprint_v<std::uint64_t>);
+  point.str("p");
+  const auto chunk = [](std::uint32_t type, const std::string& body) {
+    handmade_recording c;
+    c.u32_pair(type, 0);
+    c.u64(body.size());
+    c.bytes += body;
+    return c.bytes;
+  };
+  handmade_recording records;  // one unstamped record of point 7: word, bytes, read_ns, payload
+  records.u32_pair(7, 8);
+  records.u64(1000);
+  records.u64(42);
+  const std::string whole = rec.bytes + chunk(1, point.bytes) + chunk(3, records.bytes) + chunk(4, "");
+  const auto replay_of = [&](const std::string& bytes) {
+    write_all(file.path, bytes);
+    devtap::replay rp(file.path);
+    std::uint64_t seen = 0;
+    rp.attach<std::uint64_t>("p", [&](const std::uint64_t& v) { seen = v; });
+    const auto st = rp.run();
+    CHECK(seen == 42);
+    return st;
+  };
+  CHECK(replay_of(whole).cut_short_at == 0);
+  CHECK(replay_of(rec.bytes + chunk(1, point.bytes) + chunk(3, records.bytes)).cut_short_at == whole.size() - 16);
+  const auto refused = [&](const std::string& bytes, const std::string& why) {
+    write_all(file.path, bytes);
+    try {
+      devtap::replay rp(file.path);
+      FAIL("replayed: " << why);
+    } catch (const std::runtime_error& e) {
+      CHECK_THAT(e.what(), Catch::Matchers::Contains(file.path) && Catch::Matchers::Contains(why));
+    }
+  };
+  // A damaged type: before, the chunk was skipped and its records were lost without a word.
+  refused(rec.bytes + chunk(1, point.bytes) + chunk(7, records.bytes) + chunk(4, ""), "unknown chunk type 7");
+  // A definition that claims the next chunk as its own: before, that chunk's records were lost.
+  const std::string swallowing = chunk(1, point.bytes + chunk(3, records.bytes));
+  refused(rec.bytes + swallowing + chunk(4, ""), "damaged point definition");
+  refused(whole + chunk(3, records.bytes), "a chunk after the recording's end chunk");
+  refused(rec.bytes + chunk(1, point.bytes) + chunk(4, std::string(8, '\0')), "damaged end chunk");
 }
 
 namespace {

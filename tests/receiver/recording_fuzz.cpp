@@ -202,8 +202,9 @@ void replay_file(const std::string& path, std::size_t size) {
     violated("the consumers of \"n\" were given different records", stats + ", callable " + std::to_string(result.n_values) +
              ", coroutine " + std::to_string(result.n_coroutine) + ", merged " + std::to_string(result.n_merged));
   // Chunks start 8-aligned after the 32-byte prefix and the header: a cut is at such a start,
-  // inside the file; a file whose size is no multiple of 8 must end in one.
-  if (st.cut_short_at != 0 && (st.cut_short_at < 32 || st.cut_short_at >= size || st.cut_short_at % 8 != 0))
+  // inside the file, or at its end (whole chunks, no end chunk); a file whose size is no multiple of 8
+  // must end in one.
+  if (st.cut_short_at != 0 && (st.cut_short_at < 32 || st.cut_short_at > size || st.cut_short_at % 8 != 0))
     violated("cut_short_at is not the start of a chunk inside the file", stats);
   if (size % 8 != 0 && st.cut_short_at == 0) violated("a file of a size no multiple of 8 replayed whole", stats);
   // Each coroutine (one per device) saw its stream end: nothing threw, none returned early.

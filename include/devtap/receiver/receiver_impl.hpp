@@ -22,7 +22,8 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     throw std::invalid_argument("devtap: receiver '" + state_->name + "': budget_bytes " +
                                 std::to_string(options.budget_bytes) + " leaves less than 256 bytes per device");
   state_->options = std::move(options);
-  {  // before any device is attached: a file that cannot be opened leaves nothing behind
+  {  // before any device is attached: a file that cannot be opened leaves nothing behind (each is
+     // emptied only once the receiver has its devices: record_sink::start)
     const std::uint64_t origin = detail::stamp_now_ns();
     std::vector<std::string> names;
     std::vector<detail::recorded_device> recorded;
@@ -49,13 +50,28 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
                                   stream->ring->host_can_produce, state_->id, state_->options.timestamps);
     state_->streams.push_back(std::move(stream));
   }
-  for (std::size_t i = 0; i < state_->streams.size(); ++i) {
-    detail::device_stream& stream = *state_->streams[i];
-    if (!stream.dev->try_attach(&stream.out)) {
-      for (std::size_t j = 0; j < i; ++j) state_->streams[j]->dev->detach(&state_->streams[j]->out);
-      throw outfeed_error("devtap: device '" + stream.device_name +
+  // Attached in one order for every receiver (the devices' addresses): of two receivers opened at
+  // once on shared devices, the one that takes the first shared device gets all of them, instead of
+  // each taking some and both giving up.
+  std::vector<detail::device_stream*> by_address;
+  for (auto& stream : state_->streams) by_address.push_back(stream.get());
+  std::sort(by_address.begin(), by_address.end(),
+            [](const detail::device_stream* a, const detail::device_stream* b) { return std::less<>{}(a->dev, b->dev); });
+  std::size_t attached = 0;
+  auto detach_all = [&] {
+    for (std::size_t j = 0; j < attached; ++j) by_address[j]->dev->detach(&by_address[j]->out);
+  };
+  for (; attached < by_address.size(); ++attached)
+    if (!by_address[attached]->dev->try_attach(&by_address[attached]->out)) {
+      detach_all();
+      throw outfeed_error("devtap: device '" + by_address[attached]->device_name +
                           "' already has a receiver attached (at most one receiver per device at once)");
     }
+  try {
+    for (auto& sink : state_->sinks) sink->start();
+  } catch (...) {
+    detach_all();
+    throw;
   }
   for (auto& stream : state_->streams)
     stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });

@@ -73,6 +73,9 @@ struct sink_record {
 class record_sink {
 public:
   virtual ~record_sink() = default;
+  /** The receiver opened: empties the file and writes what was written before (its header). A sink
+   *  destroyed without start() leaves the file as it found it (one it created is removed). */
+  virtual void start() = 0;
   /** `entry` (null for an unknown id) describes the value; `point` is its description. */
   virtual void record(const sink_record& rec, const point_description* point, const consumer_entry* entry) = 0;
   /** A text line a device printed (devtap::print), at `time_ns`. */
@@ -139,9 +142,11 @@ protected:
     std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
   };
 
-  /** Opens `path` for writing, or throws std::invalid_argument naming `option` (e.g. "trace_file"). */
+  /** Opens `path` for writing, or throws std::invalid_argument naming `option` (e.g. "trace_file").
+   *  Leaves the file as it is until start_file(): a receiver that fails to open after this (a device
+   *  already attached) must not have emptied it. */
   sink_file(const std::string& path, std::string_view option, std::size_t devices)
-      : path_(path), what_(std::string(option)) {
+      : path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
     if (const auto underscore = what_.find('_'); underscore != std::string::npos)
       what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
@@ -149,26 +154,55 @@ protected:
     // this one's other file option) is refused instead of truncating and interleaving into it. The
     // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
     // before; a file system without flock (some cluster, FUSE or network mounts) goes unlocked.
-    const std::string where = "devtap: receiver_options::" + std::string(option) + ": ";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+    // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of waiting for one forever.
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
+    created_ = fd_ >= 0;  // removed again if the receiver does not start
+    if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0 && errno == ENOENT) fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);  // a dangling link
+    if (fd_ < 0) throw std::invalid_argument(where_ + "cannot open '" + path + "' for writing: " + std::strerror(errno));
     const auto refuse = [&](bool locked_by_another) {
       const int error = errno;  // before anything else can change it
-      ::close(fd);
-      throw std::invalid_argument(where +
+      discard_file();
+      throw std::invalid_argument(where_ +
                                   (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
                                                                     "trace or record file, this one's included): "
                                                      : "cannot open '" + path + "' for writing: ") +
                                   std::strerror(error));
     };
     struct ::stat info {};
-    if (::fstat(fd, &info) != 0) refuse(false);
-    const bool regular = S_ISREG(info.st_mode);
-    if (regular && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
-    if ((regular && ::ftruncate(fd, 0) != 0) || (file_ = ::fdopen(fd, "wb")) == nullptr) refuse(false);
+    if (::fstat(fd_, &info) != 0) refuse(false);
+    regular_ = S_ISREG(info.st_mode);
+    if (regular_ && ::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
+    const int flags = ::fcntl(fd_, F_GETFL);  // writes block again, as any file's (back-pressure from a pipe)
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) refuse(false);
   }
   ~sink_file() {
     if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor
+    discard_file();                            // never started: as it was
+  }
+
+  /** Empties the file and writes what was written before (the header), at once: a run that dies
+   *  later leaves a file that names its devices and says where it was cut. */
+  void start_file() {
+    std::lock_guard lock(file_mutex_);
+    if (fd_ < 0) return;
+    if (regular_ && ::ftruncate(fd_, 0) != 0)
+      throw std::invalid_argument(where_ + "cannot empty '" + path_ + "': " + std::strerror(errno));
+    file_ = ::fdopen(fd_, "wb");
+    if (file_ == nullptr) throw std::invalid_argument(where_ + "cannot open '" + path_ + "' for writing: " + std::strerror(errno));
+    fd_ = -1;  // file_'s now
+    write_locked(before_start_.data(), before_start_.size());
+    before_start_ = std::string();
+    flush_locked();
+  }
+
+  /** A sink never started: closes the file as it found it, and removes it if this sink made it. */
+  void discard_file() noexcept {
+    if (fd_ < 0) return;
+    if (created_) ::unlink(path_.c_str());
+    ::close(fd_);
+    fd_ = -1;
+    closed_ = true;
   }
 
   /** The reader's track for `device`: null if unknown or closed; else with the foreign entries taken in. */
@@ -182,8 +216,15 @@ protected:
 
   /** file_mutex_ held. After the first error, writes nothing more. */
   void write_locked(const void* data, std::size_t bytes) {
+    if (fd_ >= 0) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
     if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
     if (std::fwrite(data, 1, bytes, file_) != bytes)
+      error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
+  }
+
+  /** file_mutex_ held: hands what stdio buffers to the system (a crash of the process keeps it). */
+  void flush_locked() {
+    if (file_ != nullptr && !closed_ && error_.empty() && std::fflush(file_) != 0)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
   }
 
@@ -213,8 +254,13 @@ protected:
 
 private:
   std::FILE* file_ = nullptr;
+  int fd_ = -1;               // the file until start_file() (then file_'s), locked, not yet emptied
+  bool created_ = false;      // this sink made the file
+  bool regular_ = false;      // not a device or a pipe: locked, and emptied at start
+  std::string before_start_;  // what was written before start_file() (the header)
   std::string path_;
   std::string what_;   // "trace file" or "record file"
+  std::string where_;  // "devtap: receiver_options::trace_file: ", for the messages
   std::string error_;  // the first write error (file_mutex_)
   bool closed_ = false;
 };

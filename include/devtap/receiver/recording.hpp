@@ -34,7 +34,9 @@ namespace detail {
 //   a marker (word 0): time_ns (u64) kind (u32) 0 (u32) count (u64), then `bytes` of text; kind
 //   recorded_line_kind is a line a printer wrote (its format may exist only in the recorded program)
 inline constexpr char recording_magic[8] = {'d', 'e', 'v', 't', 'a', 'p', 'R', 'C'};
-inline constexpr std::uint32_t recording_version = 1;
+// Version 2 ends with an `end` chunk, so that a file cut between two chunks is told from a whole
+// one; version 1 files (no end chunk) are still read.
+inline constexpr std::uint32_t recording_version = 2;
 // The most devices a recording may name (a replay opens a stream for each, per consumer).
 inline constexpr std::uint32_t max_recorded_devices = std::uint32_t{1} << 16;
 inline constexpr std::uint32_t recording_timestamps_flag = 1;
@@ -45,7 +47,7 @@ inline constexpr std::uint32_t recorded_line_kind = 0x100;
 // consumer could take): no point has it, so a replay skips it, as the live reader did.
 inline constexpr std::uint32_t recorded_unknown_id = (std::uint32_t{1} << 30) - 2;
 
-enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3 };
+enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3, end = 4 };
 
 struct chunk_header {
   chunk_type type;
@@ -80,6 +82,7 @@ public:
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;
+  void start() override { start_file(); }
 
 private:
   // A track holds one device's entries (8-byte words: every entry is a multiple of 8), appended by
@@ -121,8 +124,8 @@ public:
   const std::string& receiver_name() const noexcept { return receiver_name_; }
   bool timestamps() const noexcept { return timestamps_; }
   std::uint64_t origin_ns() const noexcept { return origin_ns_; }
-  /** Where the recording ends in the middle of a chunk (its writer stopped mid-write), or 0: what
-   *  comes before is read, the rest is not there. */
+  /** Where the recording stops short, or 0: in the middle of a chunk, or after a whole chunk with no
+   *  end chunk (its writer never closed it: a crash, or a run still going). What comes before is read. */
   std::uint64_t cut_short_at() const noexcept { return cut_at_; }
   const std::vector<recorded_device>& devices() const noexcept { return devices_; }
   const std::vector<point_description>& points() const noexcept { return points_; }
@@ -162,6 +165,7 @@ private:
   std::uint32_t body_device_ = 0;
   std::uint64_t chunk_offset_ = 0;
   std::uint64_t cut_at_ = 0;
+  std::uint32_t version_ = 0;
   std::vector<std::uint64_t> read_;  // per device: entries read (an unstamped record's sequence)
 };
 

@@ -78,6 +78,7 @@ DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t de
   const chunk_header h{type, device, bytes};
   write_locked(&h, sizeof h);
   write_locked(body, bytes);
+  flush_locked();  // whole chunks on disk as they are made: a run that dies leaves every one before
 }
 
 DEVTAP_FUNC void recording_writer::define(const point_description& point) {
@@ -190,6 +191,7 @@ DEVTAP_FUNC std::string recording_writer::close() {
   for (std::size_t device = 0; device < rest.size(); ++device)
     if (!rest[device].empty())
       write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), rest[device].data(), rest[device].size() * 8);
+  write_chunk(chunk_type::end, 0, nullptr, 0);  // a whole recording: a reader tells it from one cut between chunks
   return close_locked();
 }
 

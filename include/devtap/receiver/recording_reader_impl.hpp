@@ -71,10 +71,11 @@ DEVTAP_FUNC void recording_reader::open_file() {
   if (std::fread(magic, 1, 8, file_) != 8 || std::memcmp(magic, recording_magic, 8) != 0) {
     throw std::runtime_error("devtap: '" + path_ + "' is not a devtap recording (no recording header)");
   }
-  if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] != recording_version) {
+  if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] == 0 || version_flags[0] > recording_version) {
     throw std::runtime_error("devtap: recording '" + path_ + "' has format version " + std::to_string(version_flags[0]) +
-                             "; this devtap reads version " + std::to_string(recording_version));
+                             "; this devtap reads versions 1 to " + std::to_string(recording_version));
   }
+  version_ = version_flags[0];
   timestamps_ = (version_flags[1] & recording_timestamps_flag) != 0;
   std::vector<std::uint64_t> header;
   if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > file_bytes_ - 32) {
@@ -110,24 +111,39 @@ DEVTAP_FUNC void recording_reader::open_file() {
   chunk_header h;
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_at_ = body_bytes_ = 0;
+  bool ended = false;
+  // Every chunk is read whole here: a damaged type or length is found before any record is delivered.
   while (next_chunk(h)) {
     word_reader b{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_};
+    if (ended) fail("a chunk after the recording's end chunk");
+    // A definition's body is used exactly: a longer length would swallow the chunks after it.
+    const auto used_whole = [&] {
+      b.align();
+      return b.ok && b.at == body_bytes_;
+    };
     if (h.type == chunk_type::point) {
       point_description p;
       p.id = b.get<std::uint32_t>();
       p.kind = static_cast<point_kind>(b.get<std::uint32_t>());
       p.fingerprint = b.get<std::uint64_t>();
       p.name = std::string(b.str());
-      if (!b.ok) fail("damaged point definition");
+      if (!used_whole()) fail("damaged point definition");
       if (point_index_.emplace(p.id, points_.size()).second) points_.push_back(std::move(p));  // the first one counts
     } else if (h.type == chunk_type::scope_name) {
       const auto id = b.get<std::uint32_t>();
       b.align();
       const std::string_view name = b.str();
-      if (!b.ok) fail("damaged scope name");
+      if (!used_whole()) fail("damaged scope name");
       scope_names_[id] = std::string(name);
+    } else if (h.type == chunk_type::end && version_ >= 2) {
+      if (body_bytes_ != 0) fail("damaged end chunk");
+      ended = true;
+    } else if (h.type != chunk_type::records) {
+      fail("unknown chunk type " + std::to_string(static_cast<std::uint32_t>(h.type)));
     }
   }
+  // Whole chunks and no end: the writer stopped between two chunks (version 1 has no end chunk).
+  if (version_ >= 2 && !ended && cut_at_ == 0) cut_at_ = file_bytes_;
   body_bytes_ = body_at_ = 0;
 }
 

@@ -37,6 +37,7 @@ public:
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL std::string close() override;
+  void start() override { start_file(); }
 
   /** Events written so far (metadata not counted). */
   std::uint64_t events() const noexcept { return events_.load(std::memory_order_relaxed); }
