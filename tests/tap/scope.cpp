@@ -377,6 +377,39 @@ TEST_CASE("scope: refused without a receiver; a guard that outlives its receiver
   CHECK(again == std::vector<std::string>{"begin again", "end again"});
 }
 
+TEST_CASE("scope: a guard returned from the work outlives its receiver and the device's next ones; its end is refused, never touches freed memory") {
+  // The device keeps one retired ring: a guard that ended after two more receivers closed tapped
+  // into a freed ring (ASan: heap-use-after-free). The guard now pins its ring.
+  devtap::cpu_client cpus(1);
+  devtap::cpu_device& dev = *cpus.cpu_devices()[0];
+  std::vector<std::string> warnings;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view text) { warnings.emplace_back(text); });
+  std::vector<devtap::scope_guard> kept;
+  {
+    devtap::receiver rx({.devices = {&dev}});
+    kept.push_back(dev.run([](devtap::cpu_context& ctx) { return ctx.scope("kept"); }));
+    kept.push_back(dev.run([](devtap::cpu_context& ctx) { return ctx.scope("moved twice"); }));
+    devtap::scope_guard moved = std::move(kept.back());
+    kept.pop_back();  // a moved-from guard: ends nothing, pins nothing
+    kept.push_back(std::move(moved));
+  }
+  for (int i = 0; i < 3; ++i) {  // each retires the ring before it
+    devtap::receiver next({.devices = {&dev}});
+    std::vector<std::string> seen;
+    next.attach<devtap::scope_event>([&](const devtap::scope_event& e) { seen.push_back(describe(e)); });
+    dev.run([](devtap::cpu_context& ctx) { auto s = ctx.scope("next"); });
+    next.close();
+    CHECK(seen == std::vector<std::string>{"begin next", "end next"});
+  }
+  kept.clear();  // the ends: refused (closed), logged
+  devtap::set_log_sink({});
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].find("scope 'kept' on device 'cpu:0' could not be ended") != std::string::npos);
+  CHECK(warnings[1].find("scope 'moved twice'") != std::string::npos);
+  devtap::receiver last({.devices = {&dev}});  // the retired rings go: the pins are gone
+  last.close();
+}
+
 TEST_CASE("scope: empty, odd and 64 KiB names arrive intact; larger than the ring is refused") {
   temp_file trace("names.json");
   devtap::cpu_client cpus(1);

@@ -122,23 +122,27 @@ inline bool ring_closed(const ring_view& ring) noexcept {
   return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open;
 }
 
-/** Pins a ring while a host thread may wait inside it (a call, a tap blocked for space):
- *  device::retire_ring frees a retired ring only once no pin is left. Off the hot path only. */
+/** Pins a ring while a host thread may wait inside it (a call, a tap blocked for space), or while
+ *  a scope_guard may still tap its end into it: device::retire_ring frees a retired ring only once
+ *  no pin is left. Off the hot path only. */
 class ring_pin {
 public:
+  ring_pin() noexcept = default;  // pins nothing
   explicit ring_pin(const ring_view& ring) noexcept : waiters_(&ring.consumer->host_waiters) {
     // Before this thread waits, while the receiver's close still keeps the ring (retire_ring).
     std::atomic_ref<std::uint32_t>(*waiters_).fetch_add(1, std::memory_order_seq_cst);
   }
+  ring_pin(ring_pin&& other) noexcept : waiters_(std::exchange(other.waiters_, nullptr)) {}
   ~ring_pin() {
     // After this thread's last touch of the ring; partner: retire_ring's acquire load.
-    std::atomic_ref<std::uint32_t>(*waiters_).fetch_sub(1, std::memory_order_release);
+    if (waiters_ != nullptr) std::atomic_ref<std::uint32_t>(*waiters_).fetch_sub(1, std::memory_order_release);
   }
   ring_pin(const ring_pin&) = delete;
   ring_pin& operator=(const ring_pin&) = delete;
+  ring_pin& operator=(ring_pin&&) = delete;
 
 private:
-  std::uint32_t* waiters_;
+  std::uint32_t* waiters_ = nullptr;
 };
 
 /** A record's stamp (timestamps on): `time_ns` and the device's next number among its taps, calls,
@@ -287,7 +291,8 @@ public:
   /** Taps the begin; throws as a tap does (outfeed_error). */
   scope_guard(const outfeed& out, std::string_view name);
   scope_guard(scope_guard&& other) noexcept
-      : out_(other.out_), name_(std::move(other.name_)), id_(other.id_), open_(std::exchange(other.open_, false)) {}
+      : out_(other.out_), pin_(std::move(other.pin_)), name_(std::move(other.name_)), id_(other.id_),
+        open_(std::exchange(other.open_, false)) {}
   scope_guard(const scope_guard&) = delete;
   scope_guard& operator=(const scope_guard&) = delete;
   scope_guard& operator=(scope_guard&&) = delete;
@@ -309,6 +314,9 @@ private:
 #endif
   }
   outfeed out_;
+  // The guard may outlive its receiver (returned from the device's work) and the next receivers of
+  // the device: its end must still find the ring there (then it is refused: closed, and logged).
+  detail::ring_pin pin_;
   std::string name_;
   std::uint32_t id_;
   bool open_ = false;

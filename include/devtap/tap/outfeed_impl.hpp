@@ -85,7 +85,8 @@ DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc erro
 }  // namespace detail
 
 DEVTAP_FUNC scope_guard::scope_guard(const outfeed& out, std::string_view name)
-    : out_(out), name_(name), id_(scope_id(name)) {
+    : out_(out), pin_(out && out.host_can_produce() ? detail::ring_pin(out.ring()) : detail::ring_pin()), name_(name),
+      id_(scope_id(name)) {
   tap_phase(scope_phase::begin);
   open_ = true;
 }
