@@ -54,6 +54,16 @@ enum class call_errc : std::uint32_t {
   kernels_only = 8,   ///< the host called through a CUDA device's outfeed (only its kernels may)
 };
 
+namespace detail {
+/** The enumerator's name ("ring_full"): what `{}` prints for a call_errc (devtap/format.hpp). */
+constexpr const char* call_errc_name(call_errc error) noexcept {
+  constexpr const char* names[] = {"none",      "handler_failed", "closed",    "no_handler",  "type_mismatch",
+                                   "too_large", "ring_full",      "reentrant", "kernels_only"};
+  const auto i = static_cast<std::uint32_t>(error);
+  return i < sizeof names / sizeof names[0] ? names[i] : "unknown call_errc";
+}
+}  // namespace detail
+
 /** A call from cpu device work got no answer: the handler threw, the receiver closed, ... */
 class call_error : public std::runtime_error {
 public:

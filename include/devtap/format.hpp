@@ -41,7 +41,8 @@ struct fmt::formatter<D> : devtap::detail::text_formatter {
 /** An error's message; a tap_error already lists every failure in it. */
 template <class E>
   requires(std::is_base_of_v<devtap::backend_error, E> || std::is_base_of_v<devtap::outfeed_error, E> ||
-           std::is_base_of_v<devtap::tap_error, E> || std::is_base_of_v<devtap::timeout_error, E>)
+           std::is_base_of_v<devtap::tap_error, E> || std::is_base_of_v<devtap::timeout_error, E> ||
+           std::is_base_of_v<devtap::call_error, E>)
 struct fmt::formatter<E> : devtap::detail::text_formatter {
   template <class Context>
   auto format(const E& e, Context& ctx) const {
@@ -54,6 +55,15 @@ struct fmt::formatter<devtap::overflow_policy> : devtap::detail::text_formatter 
   template <class Context>
   auto format(devtap::overflow_policy p, Context& ctx) const {
     return write(devtap::detail::policy_name(p), ctx);
+  }
+};
+
+/** `ring_full`: the code's name, as call.md lists them (`call_result::error()`, `call_error::code()`). */
+template <>
+struct fmt::formatter<devtap::call_errc> : devtap::detail::text_formatter {
+  template <class Context>
+  auto format(devtap::call_errc e, Context& ctx) const {
+    return write(devtap::detail::call_errc_name(e), ctx);
   }
 };
 

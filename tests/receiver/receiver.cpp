@@ -454,7 +454,8 @@ TEST_CASE("unknown ids and type mismatches are counted and skipped") {
 
 TEST_CASE("a record with the consumer's fingerprint but the wrong size is a mismatch, for every kind of consumer") {
   devtap::cpu_client cpus(1);
-  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  std::vector<std::string> logs;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view line) { logs.emplace_back(line); });
   std::vector<int> by_callable, by_coroutine;
   devtap::receiver rx({.devices = all(cpus)});
   auto callable = rx.attach<int>([&](const int& v) { by_callable.push_back(v); });
@@ -473,6 +474,13 @@ TEST_CASE("a record with the consumer's fingerprint but the wrong size is a mism
   CHECK(by_coroutine == std::vector<int>{1, 3});
   CHECK(rx.stats().total().type_mismatches == 2);
   CHECK(rx.stats().total().records == 4);
+  // The log says why a record with the right fingerprint was refused (it printed two equal
+  // fingerprints as a mismatch before).
+  REQUIRE(logs.size() >= 1);
+  CHECK(logs[0] == "receiver 'receiver': record for consumer 'consumer#1' on cpu:0 has its type's fingerprint (" +
+                       std::to_string(devtap::type_fingerprint_v<int>) +
+                       ") but does not decode as one (a size or span count that does not fit, a bool neither 0 nor 1; "
+                       "skipped; logged once)");
 }
 
 TEST_CASE("a malformed record stops that device's stream only, reported with device and offset") {

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-TEST_CASE("devices, errors, policies and statistics print with {fmt}") {
+TEST_CASE("devices, errors, call codes, policies and statistics print with {fmt}") {
   devtap::cpu_client cpus(2);
   devtap::device& d = *cpus.local_devices()[1];
   CHECK(fmt::format("{}", d) == "cpu:1");
@@ -12,6 +12,12 @@ TEST_CASE("devices, errors, policies and statistics print with {fmt}") {
   CHECK(fmt::format("{}", devtap::backend_error("Unknown backend 'x'")) == "Unknown backend 'x'");
   CHECK(fmt::format("{}", devtap::overflow_policy::drop) == "drop");
   CHECK(fmt::format("{}", devtap::log_level::warn) == "warn");
+  CHECK(fmt::format("{}", devtap::call_errc::ring_full) == "ring_full");
+  CHECK(fmt::format("{}", devtap::call_errc::none) == "none");
+  CHECK(fmt::format("{}", devtap::call_errc::kernels_only) == "kernels_only");
+  CHECK(fmt::format("{}", static_cast<devtap::call_errc>(9)) == "unknown call_errc");
+  CHECK(fmt::format("{:>10}", devtap::call_errc::closed) == "    closed");
+  CHECK(fmt::format("{}", devtap::call_error(devtap::call_errc::closed, "devtap: call closed")) == "devtap: call closed");
 
   devtap::receiver rx({.devices = {cpus.local_devices()[0]}, .name = "fmt"});
   auto point = rx.attach<int>([](const int&) {});

@@ -246,13 +246,13 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
                     entry.answers_calls ? "the handler behind this call_point takes or returns other types"
                                         : "this point is a consumer's, not a handler's");
       if (stream_.mismatch_by_id[id]++ == 0) {
-        // fits: the record's type is the consumer's, but its bytes do not decode as one (a size
-        // that does not fit the encoding, a bool neither 0 nor 1).
+        // fits: the record's type is the consumer's, but its bytes do not decode as one.
         log(log_level::error,
-            "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
-            "{} payload bytes{}; skipped; logged once)",
-            state_.name, entry.name, stream_.device_name, rec.header->fingerprint, entry.fingerprint,
-            rec.payload_bytes, fits ? ", which do not decode as it" : "");
+            fits ? "receiver '{}': record for consumer '{}' on {} has its type's fingerprint ({}) but does not decode as "
+                   "one (a size or span count that does not fit, a bool neither 0 nor 1; skipped; logged once)"
+                 : "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
+                   "{} payload bytes; skipped; logged once)",
+            state_.name, entry.name, stream_.device_name, rec.header->fingerprint, entry.fingerprint, rec.payload_bytes);
         state_.mark(stream_, marker_kind::error, 1, "record for consumer '" + entry.name + "' does not match its type (skipped)");
       }
       return false;
