@@ -33,8 +33,12 @@ DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::
     throw std::invalid_argument("devtap: replay '" + file_->path() + "': point '" + std::string(name) +
                                 "' was recorded with another type than the one attached (fingerprint " + types +
                                 "; this T has " + std::to_string(fingerprint) + ")");
+  // A recording cut before the point's definition has none: say so, or the name looks wrong.
+  const std::string cut = file_->cut_short_at() == 0 ? std::string()
+                                                     : "; the recording is cut short at byte " +
+                                                           std::to_string(file_->cut_short_at());
   throw std::invalid_argument("devtap: replay '" + file_->path() + "' has no point named '" + std::string(name) +
-                              "' (it has " + (known.empty() ? std::string("none") : known) + ")");
+                              "' (it has " + (known.empty() ? std::string("none") : known) + cut + ")");
 }
 
 DEVTAP_FUNC replay_stats replay::run() {

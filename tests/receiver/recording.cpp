@@ -39,6 +39,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace std::chrono_literals;
@@ -471,6 +472,26 @@ outcome try_replay(const std::string& path, std::string& what) {
   }
 }
 }  // namespace
+
+TEST_CASE("replay: a directory, a pipe without a writer or a device is refused at once, saying what it is") {
+  temp_file fifo("fifo");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir, "it is a directory"},
+      {fifo.path, "not a regular file (a pipe or a device)"},  // fopen waited for a writer forever
+      {"/dev/null", "not a regular file (a pipe or a device)"},
+  };
+  for (const auto& [path, why] : cases) {
+    INFO(path);
+    try {
+      devtap::replay rp(path);
+      FAIL("replayed");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "devtap: cannot read recording '" + path + "': " + why);
+    }
+  }
+}
 
 TEST_CASE("replay: missing, empty, foreign, cut and damaged files throw std::runtime_error, never crash") {
   temp_file file("damaged-source");
@@ -1186,6 +1207,11 @@ TEST_CASE("replay: an unknown chunk type, a definition longer than its fields, a
   };
   CHECK(replay_of(whole).cut_short_at == 0);
   CHECK(replay_of(rec.bytes + chunk(1, point.bytes) + chunk(3, records.bytes)).cut_short_at == whole.size() - 16);
+  write_all(file.path, rec.bytes);  // cut before the point's definition: attach says the file is cut
+  devtap::replay before_points(file.path);
+  CHECK_THROWS_WITH(before_points.attach<std::uint64_t>("p", [](const std::uint64_t&) {}),
+                    "devtap: replay '" + file.path + "' has no point named 'p' (it has none; the recording is cut short at byte " +
+                        std::to_string(rec.bytes.size()) + ")");
   const auto refused = [&](const std::string& bytes, const std::string& why) {
     write_all(file.path, bytes);
     try {

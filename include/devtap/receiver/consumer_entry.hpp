@@ -136,8 +136,17 @@ constexpr bool check_consumer() {
   else if constexpr (std::is_array_v<T>)
     static_assert(dependent_false_v<T>,
                   "devtap: attach<T>: T cannot be a C array; tap and attach a std::array (the same bytes and fingerprint)");
+  else if constexpr (!tappable<T> && shape_of<T> == shape::span)
+    static_assert(dependent_false_v<T>,
+                  "devtap: attach<T>: a span is tapped as std::span<const U> (read-only, dynamic extent), not as this one");
+  else if constexpr (!tappable<T> && has_parts(shape_of<T>))
+    static_assert(dependent_false_v<T>, "devtap: attach<T>: a field or element of T cannot be tapped (each must be "
+                                        "trivially copyable, a std::span<const U>, or a tuple, pair, array or "
+                                        "aggregate of those)");
   else if constexpr (!tappable<T>)
-    static_assert(dependent_false_v<T>, "devtap: attach<T>: T cannot be tapped (see devtap::tappable)");
+    static_assert(dependent_false_v<T>, "devtap: attach<T>: T cannot be tapped: it is not trivially copyable (a "
+                                        "std::string or std::vector owns memory elsewhere: tap a std::span<const "
+                                        "char> or a std::array instead)");
   else if constexpr (!std::default_initializable<T>)
     static_assert(dependent_false_v<T>,
                   "devtap: attach<T>: T must be default constructible (the receiver decodes each record into a T)");

@@ -9,6 +9,10 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -50,8 +54,19 @@ struct word_reader {
 };
 
 DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::move(path)) {
-  file_ = std::fopen(path_.c_str(), "rb");
-  if (file_ == nullptr) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
+  // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer forever.
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
+  struct ::stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || (file_ = ::fdopen(fd, "rb")) == nullptr) {
+    const int error = errno;
+    ::close(fd);
+    throw std::runtime_error("devtap: cannot read recording '" + path_ + "': " +
+                             (S_ISDIR(info.st_mode) ? std::string("it is a directory")
+                              : info.st_mode != 0 && !S_ISREG(info.st_mode)
+                                  ? std::string("not a regular file (a pipe or a device)")
+                                  : std::string(std::strerror(error))));
+  }
   try {
     open_file();
   } catch (...) {  // the destructor does not run for a constructor that throws
