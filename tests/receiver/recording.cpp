@@ -785,6 +785,12 @@ TEST_CASE("trace_file and record_file: a receiver that fails to open leaves them
     CHECK_FALSE(std::filesystem::exists(new_trace.path));
     CHECK_FALSE(std::filesystem::exists(new_record.path));
   };
+  // A trace_file that is a dangling link: the file made through it goes too.
+  temp_file link("dangling.json"), target("dangling-target.json");
+  std::filesystem::create_symlink(target.path, link.path);
+  CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .trace_file = link.path, .record_file = "/nonexistent-dir/r"}),
+                  std::invalid_argument);
+  CHECK_FALSE(std::filesystem::exists(target.path));
   // The recording cannot be opened after the trace was: the trace is not emptied (nor made).
   for (const std::string& trace : {old_trace.path, new_trace.path})
     CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .trace_file = trace, .record_file = "/nonexistent-dir/r"}),
@@ -809,8 +815,18 @@ TEST_CASE("trace_file and record_file: a receiver that fails to open leaves them
   {
     devtap::replay live(old_record.path);  // while the receiver is open: no end chunk yet
     CHECK(live.devices().size() == 2);
-    live.attach<int>("values", [](const int&) {});
-    CHECK(live.run().cut_short_at != 0);
+    int values = 0;
+    live.attach<int>("values", [&](const int&) { ++values; });
+    // The file grows after the replay opened it, with records of a point defined after that: the
+    // replay reads what was there at open (it read on and refused those records as undefined).
+    auto later = rx.attach<double>([](const double&) {}, "later");
+    cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 40000; ++i) ctx.tap(later, 1.0);  // more than a 256 KiB chunk
+    });
+    rx.flush();
+    const auto st = live.run();
+    CHECK(st.cut_short_at != 0);
+    CHECK(values <= 1);
   }
   rx.close();
   devtap::replay closed(old_record.path);

@@ -58,19 +58,26 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
   std::sort(by_address.begin(), by_address.end(),
             [](const detail::device_stream* a, const detail::device_stream* b) { return std::less<>{}(a->dev, b->dev); });
   std::size_t attached = 0;
-  auto detach_all = [&] {
-    for (std::size_t j = 0; j < attached; ++j) by_address[j]->dev->detach(&by_address[j]->out);
+  auto give_up = [&] {  // as close() leaves a device: work that found the outfeed meanwhile is refused, not stranded
+    for (std::size_t j = 0; j < attached; ++j) {
+      detail::device_stream& stream = *by_address[j];
+      detail::close_ring(stream.ring->host, detail::ring_ending);
+      stream.dev->detach(&stream.out);
+      stream.dev->retire_ring(stream.ring);
+      stream.dev->after_pending_work([keep = state_] {});
+    }
+    state_->sinks.clear();  // now, not with the state: files this receiver made go before it throws
   };
   for (; attached < by_address.size(); ++attached)
     if (!by_address[attached]->dev->try_attach(&by_address[attached]->out)) {
-      detach_all();
+      give_up();
       throw outfeed_error("devtap: device '" + by_address[attached]->device_name +
                           "' already has a receiver attached (at most one receiver per device at once)");
     }
   try {
     for (auto& sink : state_->sinks) sink->start();
   } catch (...) {
-    detach_all();
+    give_up();
     throw;
   }
   for (auto& stream : state_->streams)

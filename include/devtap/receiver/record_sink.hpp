@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -146,7 +147,7 @@ protected:
    *  Leaves the file as it is until start_file(): a receiver that fails to open after this (a device
    *  already attached) must not have emptied it. */
   sink_file(const std::string& path, std::string_view option, std::size_t devices)
-      : path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
+      : path_(path), made_path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
     if (const auto underscore = what_.find('_'); underscore != std::string::npos)
       what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
@@ -155,14 +156,24 @@ protected:
     // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
     // before; a file system without flock (some cluster, FUSE or network mounts) goes unlocked.
     // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of waiting for one forever.
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
-    created_ = fd_ >= 0;  // removed again if the receiver does not start
-    if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd_ < 0 && errno == ENOENT) fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);  // a dangling link
-    if (fd_ < 0) throw std::invalid_argument(where_ + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+    // O_EXCL first: a file this sink makes is removed again if the receiver does not start.
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    else created_ = fd >= 0;
+    if (fd < 0 && errno == ENOENT) {  // a dangling link (or a file removed meanwhile): made through it
+      fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+      created_ = fd >= 0;
+      if (char* made = created_ ? ::realpath(path.c_str(), nullptr) : nullptr) {  // what to remove: the link's target
+        made_path_ = made;
+        std::free(made);
+      }
+    }
+    if (fd < 0) throw std::invalid_argument(where_ + "cannot open '" + path + "' for writing: " + std::strerror(errno));
     const auto refuse = [&](bool locked_by_another) {
       const int error = errno;  // before anything else can change it
-      discard_file();
+      if (locked_by_another) created_ = false;  // the other writer's now, though this sink made it
+      if (created_) ::unlink(made_path_.c_str());
+      ::close(fd);
       throw std::invalid_argument(where_ +
                                   (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
                                                                     "trace or record file, this one's included): "
@@ -170,38 +181,39 @@ protected:
                                   std::strerror(error));
     };
     struct ::stat info {};
-    if (::fstat(fd_, &info) != 0) refuse(false);
+    if (::fstat(fd, &info) != 0) refuse(false);
     regular_ = S_ISREG(info.st_mode);
-    if (regular_ && ::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
-    const int flags = ::fcntl(fd_, F_GETFL);  // writes block again, as any file's (back-pressure from a pipe)
-    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) refuse(false);
+    if (regular_ && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
+    const int flags = ::fcntl(fd, F_GETFL);  // writes block again, as any file's (back-pressure from a pipe)
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) refuse(false);
+    // fdopen neither empties nor writes: all that can fail is done before the receiver attaches.
+    if ((file_ = ::fdopen(fd, "wb")) == nullptr) refuse(false);
   }
   ~sink_file() {
-    if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run: it threw in its constructor
-    discard_file();                            // never started: as it was
+    if (!started_) discard_file();                  // never started: as it was
+    else if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run
   }
 
   /** Empties the file and writes what was written before (the header), at once: a run that dies
    *  later leaves a file that names its devices and says where it was cut. */
   void start_file() {
     std::lock_guard lock(file_mutex_);
-    if (fd_ < 0) return;
-    if (regular_ && ::ftruncate(fd_, 0) != 0)
+    if (started_ || file_ == nullptr) return;
+    if (regular_ && ::ftruncate(::fileno(file_), 0) != 0)  // (an I/O error: nothing else fails here)
       throw std::invalid_argument(where_ + "cannot empty '" + path_ + "': " + std::strerror(errno));
-    file_ = ::fdopen(fd_, "wb");
-    if (file_ == nullptr) throw std::invalid_argument(where_ + "cannot open '" + path_ + "' for writing: " + std::strerror(errno));
-    fd_ = -1;  // file_'s now
+    started_ = true;
     write_locked(before_start_.data(), before_start_.size());
     before_start_ = std::string();
     flush_locked();
   }
 
-  /** A sink never started: closes the file as it found it, and removes it if this sink made it. */
+  /** A sink never started: closes the file as it found it (nothing was written to it), and
+   *  removes it if this sink made it. */
   void discard_file() noexcept {
-    if (fd_ < 0) return;
-    if (created_) ::unlink(path_.c_str());
-    ::close(fd_);
-    fd_ = -1;
+    if (started_ || file_ == nullptr) return;
+    if (created_) ::unlink(made_path_.c_str());
+    std::fclose(file_);
+    file_ = nullptr;
     closed_ = true;
   }
 
@@ -216,15 +228,15 @@ protected:
 
   /** file_mutex_ held. After the first error, writes nothing more. */
   void write_locked(const void* data, std::size_t bytes) {
-    if (fd_ >= 0) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
     if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
+    if (!started_) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
     if (std::fwrite(data, 1, bytes, file_) != bytes)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
   }
 
   /** file_mutex_ held: hands what stdio buffers to the system (a crash of the process keeps it). */
   void flush_locked() {
-    if (file_ != nullptr && !closed_ && error_.empty() && std::fflush(file_) != 0)
+    if (file_ != nullptr && started_ && !closed_ && error_.empty() && std::fflush(file_) != 0)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
   }
 
@@ -243,6 +255,7 @@ protected:
 
   /** close()'s last step, file_mutex_ held: closes the file (once); the first error, as a message. */
   std::string close_locked() {
+    if (!started_) discard_file();  // the receiver never opened: nothing to complete
     if (closed_ || file_ == nullptr) return error_;
     closed_ = true;
     if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
@@ -253,12 +266,13 @@ protected:
   std::mutex file_mutex_;
 
 private:
-  std::FILE* file_ = nullptr;
-  int fd_ = -1;               // the file until start_file() (then file_'s), locked, not yet emptied
+  std::FILE* file_ = nullptr;  // locked; emptied and written only from start_file() on
+  bool started_ = false;
   bool created_ = false;      // this sink made the file
   bool regular_ = false;      // not a device or a pipe: locked, and emptied at start
   std::string before_start_;  // what was written before start_file() (the header)
   std::string path_;
+  std::string made_path_;  // the file itself (through a link): what discard_file removes if created_
   std::string what_;   // "trace file" or "record file"
   std::string where_;  // "devtap: receiver_options::trace_file: ", for the messages
   std::string error_;  // the first write error (file_mutex_)

@@ -177,13 +177,16 @@ DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) c
 
 DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
+  // The end as open_file() saw it: a recording still being written grows meanwhile, and what it
+  // gains has no definitions read for it.
+  if (chunk_offset_ >= file_bytes_) return false;
   h = chunk_header{};
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
-  if (got == 0 && std::feof(file_)) return false;
   if (got == sizeof h && h.body_bytes % 8 != 0) fail("damaged chunk header");
   // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
   // the recording; checked before anything is allocated for the body.
-  if (got != sizeof h || h.body_bytes > file_bytes_ - chunk_offset_ - sizeof h) {
+  const std::uint64_t left = file_bytes_ - chunk_offset_;
+  if (got != sizeof h || left < sizeof h || h.body_bytes > left - sizeof h) {
     cut_at_ = chunk_offset_;
     return false;
   }
