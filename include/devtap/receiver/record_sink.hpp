@@ -147,7 +147,7 @@ protected:
    *  Leaves the file as it is until start_file(): a receiver that fails to open after this (a device
    *  already attached) must not have emptied it. */
   sink_file(const std::string& path, std::string_view option, std::size_t devices)
-      : path_(path), made_path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
+      : path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
     if (const auto underscore = what_.find('_'); underscore != std::string::npos)
       what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
@@ -159,20 +159,18 @@ protected:
     // O_EXCL first: a file this sink makes is removed again if the receiver does not start.
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
     if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-    else created_ = fd >= 0;
+    else if (fd >= 0) made_ = path;
     if (fd < 0 && errno == ENOENT) {  // a dangling link (or a file removed meanwhile): made through it
       fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
-      created_ = fd >= 0;
-      if (char* made = created_ ? ::realpath(path.c_str(), nullptr) : nullptr) {  // what to remove: the link's target
-        made_path_ = made;
-        std::free(made);
+      if (char* target = fd >= 0 ? ::realpath(path.c_str(), nullptr) : nullptr) {  // the link's target
+        made_ = target;
+        std::free(target);
       }
     }
     if (fd < 0) throw std::invalid_argument(where_ + "cannot open '" + path + "' for writing: " + std::strerror(errno));
     const auto refuse = [&](bool locked_by_another) {
       const int error = errno;  // before anything else can change it
-      if (locked_by_another) created_ = false;  // the other writer's now, though this sink made it
-      if (created_) ::unlink(made_path_.c_str());
+      if (!locked_by_another && !made_.empty()) ::unlink(made_.c_str());  // (else the other writer's now)
       ::close(fd);
       throw std::invalid_argument(where_ +
                                   (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
@@ -211,7 +209,7 @@ protected:
    *  removes it if this sink made it. */
   void discard_file() noexcept {
     if (started_ || file_ == nullptr) return;
-    if (created_) ::unlink(made_path_.c_str());
+    if (!made_.empty()) ::unlink(made_.c_str());
     std::fclose(file_);
     file_ = nullptr;
     closed_ = true;
@@ -268,11 +266,10 @@ protected:
 private:
   std::FILE* file_ = nullptr;  // locked; emptied and written only from start_file() on
   bool started_ = false;
-  bool created_ = false;      // this sink made the file
   bool regular_ = false;      // not a device or a pipe: locked, and emptied at start
   std::string before_start_;  // what was written before start_file() (the header)
   std::string path_;
-  std::string made_path_;  // the file itself (through a link): what discard_file removes if created_
+  std::string made_;  // the file this sink made (through a link: its target), removed if never started
   std::string what_;   // "trace file" or "record file"
   std::string where_;  // "devtap: receiver_options::trace_file: ", for the messages
   std::string error_;  // the first write error (file_mutex_)
