@@ -3,8 +3,8 @@
 //   cuda_histogram [--values N] [--as-test]
 //
 // The kernel walks tiles of a device array; for each tile one warp sends the tile's values as a
-// `std::span<const float>` with devtap::warp_tap (the warp's lanes copy the record together), and
-// each block sends a small summary with an ordinary tap. The host builds a histogram, moments and
+// `std::span<const float>` with devtap::warp_tap naming the whole warp (its lanes copy the record
+// together), and each block sends a small summary with an ordinary tap. The host builds a histogram, moments and
 // per-block totals from the spans while the kernel runs, and compares its histogram with the
 // one the kernel counted itself. Without a GPU it says so and exits 0 (77 with --as-test).
 #include <devtap/devtap.hpp>
@@ -65,7 +65,9 @@ __global__ void tap_tiles(devtap::outfeed out, devtap::tap_point<std::span<const
   // Tiles go round the warps of the grid; each warp sends its tile as one record.
   for (std::size_t t = std::size_t{blockIdx.x} * warps + warp; t < tiles; t += std::size_t{gridDim.x} * warps) {
     const std::size_t begin = t * tile, count = n - begin < tile ? n - begin : tile;
-    devtap::warp_tap(out, spans, std::span<const float>(data + begin, count));
+    // Every lane of the warp runs this iteration (256-thread blocks, the loop depends on the warp
+    // only), so the warp names itself: one record per tile, copied by all its lanes.
+    devtap::warp_tap(0xffffffffu, out, spans, std::span<const float>(data + begin, count));
     for (std::size_t i = threadIdx.x % 32; i < count; i += 32) atomicAdd(&local[bin_of(data[begin + i])], 1u);
     if (threadIdx.x % 32 == 0) {
       atomicAdd(&tiles_here, 1u);

@@ -143,8 +143,11 @@ __global__ void warp_tap_span(devtap::outfeed out, devtap::tap_point<std::span<c
                               const std::byte* src, std::size_t bytes, std::uint64_t per_warp,
                               std::uint64_t src_records) {
   const std::uint64_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  // Every lane runs every iteration (blocks are whole warps): the named whole-warp form, whose
+  // lanes share the copy (unnamed, the first lane copies alone).
   for (std::uint64_t i = 0; i < per_warp; ++i)
-    devtap::warp_tap(out, p, std::span<const std::byte>(src + ((warp * per_warp + i) % src_records) * bytes, bytes));
+    devtap::warp_tap(0xffffffffu, out, p,
+                     std::span<const std::byte>(src + ((warp * per_warp + i) % src_records) * bytes, bytes));
 }
 
 struct ping {
