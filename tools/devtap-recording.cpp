@@ -94,7 +94,7 @@ int trace(recording_reader& file, const std::string& out_path) {
   file.for_each([](const recorded_entry&) {});
   std::vector<std::string> names;
   for (const auto& d : file.devices()) names.push_back(d.name);
-  devtap::detail::trace_writer trace(out_path, file.receiver_name(), names, file.origin_ns());
+  devtap::detail::trace_writer trace(out_path, file.receiver_name(), names, file.origin_ns(), "");  // errors name the path
   trace.start();
   for (const auto& [id, name] : file.scope_names()) trace.name_scope(id, name);
   file.for_each([&](const recorded_entry& e) {

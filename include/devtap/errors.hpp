@@ -50,7 +50,7 @@ enum class call_errc : std::uint32_t {
   type_mismatch = 4,  ///< the handler behind the point takes or returns other types
   too_large = 5,      ///< the request is larger than the device's ring takes
   ring_full = 6,      ///< overflow_policy drop or error met a full ring: the request was not sent
-  reentrant = 7,      ///< called from a handler or consumer of the same device, which would wait for itself
+  reentrant = 7,      ///< called from a handler or consumer of the same receiver, which could wait for itself
   kernels_only = 8,   ///< the host called through a CUDA device's outfeed (only its kernels may)
 };
 

@@ -1423,3 +1423,225 @@ TEST_CASE("hostile call: a handler's failure after a same-named consumer failed 
     CHECK(e.failures().back().message == "1 more exception(s), not kept (17 in all)");
   }
 }
+
+// outfeed.md: "After close() has returned or thrown, no consumer is called again ... That holds for
+// a shared consumer or handler too: a reader that was waiting for its lock while another device's
+// call ran counts its record in lost_at_close instead of calling it (a caller gets call_errc::closed)."
+// Device 0's call holds the shared handler past close_timeout while device 1's reader waits for the
+// lock; once close() has thrown, the handler is released. Before the fix it then ran device 1's call
+// (after close() had thrown: with its state freed by then, a use-after-free under ASan).
+TEST_CASE("hostile call: a shared handler is not called again once close() gave up on the device waiting for it") {
+  watchdog dog("shared handler after close", 20s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, close_done{false};
+  std::atomic<int> calls{0}, calls_after_close{0};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  auto h = rx->serve<int, int>(
+      [&](const int& v) {
+        ++calls;
+        if (close_done) ++calls_after_close;
+        while (v == 0 && !release) std::this_thread::sleep_for(1ms);
+        return v;
+      },
+      devtap::shared);
+  const auto ask = [&](devtap::cpu_device& dev, int v) {
+    return dev.submit([&h, v](devtap::cpu_context& ctx) {
+      try {
+        return ctx.call(h, v) == v ? -1 : -2;
+      } catch (const devtap::call_error& e) {
+        return static_cast<int>(e.code());
+      }
+    });
+  };
+  auto first = ask(*cpus.cpu_devices()[0], 0);
+  while (calls == 0) std::this_thread::sleep_for(1ms);
+  auto second = ask(*cpus.cpu_devices()[1], 1);
+  std::this_thread::sleep_for(50ms);  // device 1's reader is waiting for the handler's lock by now
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  close_done = true;
+  CHECK(first.get() == static_cast<int>(devtap::call_errc::closed));
+  CHECK(second.get() == static_cast<int>(devtap::call_errc::closed));
+  release = true;
+  for (int i = 0; i < 2000 && rx->stats().devices[0].lost_at_close + rx->stats().devices[1].lost_at_close == 0; ++i)
+    std::this_thread::sleep_for(1ms);  // the readers count what they leave once the handler returns
+  std::this_thread::sleep_for(100ms);
+  CHECK(calls == 1);
+  CHECK(calls_after_close == 0);
+  CHECK(rx->stats().devices[1].lost_at_close == 1);  // device 1's call: counted, never handled
+  rx.reset();
+}
+
+// The same rule for a shared callable consumer and a shared coroutine (outfeed.md).
+TEST_CASE("hostile call: a shared consumer is not called again once close() gave up on the device waiting for it") {
+  watchdog dog("shared consumer after close", 20s);
+  quiet_log quiet;
+  const bool coroutine = GENERATE(false, true);
+  INFO((coroutine ? "coroutine" : "callable"));
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, close_done{false};
+  std::atomic<int> calls{0}, calls_after_close{0};
+  const auto take = [&](int v) {
+    ++calls;
+    if (close_done) ++calls_after_close;
+    while (v == 0 && !release) std::this_thread::sleep_for(1ms);
+  };
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  devtap::tap_point<int> tp;
+  if (coroutine)
+    tp = rx->attach<int>(
+        [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+          while (auto v = co_await in.next()) take(*v);
+        },
+        devtap::shared);
+  else
+    tp = rx->attach<int>([&](const int& v) { take(v); }, devtap::shared);
+  rx->outfeed(*cpus.cpu_devices()[0]).tap(tp, 0);
+  while (calls == 0) std::this_thread::sleep_for(1ms);
+  rx->outfeed(*cpus.cpu_devices()[1]).tap(tp, 1);
+  std::this_thread::sleep_for(50ms);
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  close_done = true;
+  release = true;
+  for (int i = 0; i < 2000 && rx->stats().devices[1].lost_at_close == 0; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);
+  CHECK(calls == 1);
+  CHECK(calls_after_close == 0);
+  CHECK(rx->stats().devices[1].lost_at_close == 1);
+  rx.reset();
+}
+
+// outfeed.md: "close() then gives the readers it gave up on one more 100 ms, all together ... it
+// returns within close_timeout + 100 ms however many devices are stuck". It gave each stuck reader
+// 100 ms in turn: 32 stuck devices took at least 3.2 s. Bound loosely (sanitizers, a busy machine):
+// what is checked is that the wait does not grow with the number of devices.
+TEST_CASE("hostile call: close() gives up on 32 devices stuck in handlers in one grace period, not one each") {
+  watchdog dog("close grace", 30s);
+  quiet_log quiet;
+  constexpr std::size_t devices = 32;
+  devtap::cpu_client cpus(devices);
+  std::atomic<bool> release{false};
+  std::atomic<std::size_t> stuck{0};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 10ms});
+  auto h = rx->serve<int, int>([&](const int& v) {
+    ++stuck;
+    while (!release) std::this_thread::sleep_for(1ms);
+    return v;
+  });
+  std::vector<std::future<void>> work;
+  for (auto* dev : cpus.cpu_devices())
+    work.push_back(dev->submit([&h](devtap::cpu_context& ctx) {
+      try {
+        (void)ctx.call(h, 1);
+      } catch (const devtap::call_error&) {
+      }
+    }));
+  while (stuck < devices) std::this_thread::sleep_for(1ms);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < 2s);
+  release = true;
+  for (auto& w : work) w.get();
+  rx.reset();
+}
+
+// errors.hpp: reentrant is "called from a handler or consumer of the same receiver"; a handler
+// answering device 0 that calls device 1 of its receiver is refused, and the message says so (it
+// said "of that same device").
+TEST_CASE("hostile call: a handler calling another device of its receiver is told it is its own receiver") {
+  watchdog dog("reentrant message", 10s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto inner = rx.serve<int, int>([](const int& v) { return v; });
+  std::string message;
+  auto outer = rx.serve<int, int>([&](const int& v) {
+    try {
+      (void)devtap::cpu_context(*cpus.cpu_devices()[1]).call(inner, v);
+    } catch (const devtap::call_error& e) {
+      CHECK(e.code() == devtap::call_errc::reentrant);
+      message = e.what();
+    }
+    return v;
+  });
+  CHECK(*rx.outfeed(*cpus.cpu_devices()[0]).call(outer, 1) == 1);
+  rx.close();
+  CHECK(message == "devtap: call on device 'cpu:1' from a consumer or handler of its own receiver: it could wait for "
+                   "itself (call from another thread)");
+}
+
+// outfeed.md: a scope record counts once; "a reader that was waiting for its lock ... counts its
+// record in lost_at_close instead of calling it". A scope record a plain scope consumer took and a
+// shared one then refused (close() gave up meanwhile) was in records and in lost_at_close.
+TEST_CASE("hostile call: a scope record taken by one consumer and refused by a shared one counts once") {
+  watchdog dog("scope given up", 20s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, blocked{false};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  rx->attach<devtap::scope_event>([](const devtap::scope_event&) {});
+  rx->attach<devtap::scope_event>(
+      [&](const devtap::scope_event&, const devtap::device& d) {
+        if (d.name() != "cpu:0") return;
+        blocked = true;
+        while (!release) std::this_thread::sleep_for(1ms);
+      },
+      devtap::shared);
+  cpus.cpu_devices()[0]->run([](devtap::cpu_context& ctx) { auto s = ctx.scope("a"); });  // stuck at its first record
+  while (!blocked) std::this_thread::sleep_for(1ms);
+  cpus.cpu_devices()[1]->run([](devtap::cpu_context& ctx) { auto s = ctx.scope("b"); });
+  std::this_thread::sleep_for(50ms);  // cpu:1's reader waits for the shared consumer's lock
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  release = true;
+  for (int i = 0; i < 2000 && !rx->stats().devices[0].lost_at_close; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);
+  const auto d = rx->stats().devices[1];
+  CHECK(d.records + d.lost_at_close + d.consumer_errors == 2);  // its scope's two records, once each
+  rx.reset();
+}
+
+// outfeed.md: "Nor is a coroutine given its end by such a reader". One coroutine's end took longer
+// than close_timeout; the reader then gave the next coroutine its end after close() had thrown.
+TEST_CASE("hostile call: once close() gave up during one consumer's end, no other consumer gets its end") {
+  watchdog dog("end after give-up", 20s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(1);
+  std::atomic<bool> release{false}, close_done{false};
+  std::atomic<int> late{0};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  auto a = rx->attach<int>([&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (co_await in.next()) {
+    }
+    while (!release) std::this_thread::sleep_for(1ms);  // its end: long work
+  });
+  auto b = rx->attach<int>([&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (co_await in.next()) {
+    }
+    if (close_done) ++late;
+  });
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    ctx.tap(a, 1);
+    ctx.tap(b, 2);
+  });
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  close_done = true;
+  release = true;
+  std::this_thread::sleep_for(300ms);
+  CHECK(late == 0);
+  rx.reset();
+}
+
+// A call through a default-constructed outfeed is refused (no_handler) and says why.
+TEST_CASE("hostile call: a call through an empty outfeed says the outfeed is empty") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto h = rx.serve<int, int>([](const int& v) { return v; });
+  std::string message;
+  const auto r = devtap::detail::host_call(devtap::outfeed{}, h, 1, &message);
+  CHECK(r.error() == devtap::call_errc::no_handler);
+  CHECK(message == "devtap: call through an empty outfeed (default-constructed: it feeds no device; nothing was sent)");
+  auto tp = rx.attach<int>([](const int&) {});
+  CHECK_THROWS_WITH(devtap::outfeed{}.tap(tp, 1),
+                    "devtap: tap through an empty outfeed (default-constructed: it feeds no device; nothing was written)");
+  rx.close();
+}

@@ -1242,7 +1242,11 @@ TEST_CASE("hostile cli: bad usage is 2; a missing recording or an unwritable out
   CHECK(run_tool("trace " + record.path) == 2);
   CHECK(run_tool("frobnicate " + record.path) == 2);
   CHECK(run_tool("summary /nonexistent-devtap/x.devtap") == 1);
-  CHECK(run_tool("trace " + record.path + " /nonexistent-devtap/out.json") == 1);
+  std::string unwritable;
+  CHECK(run_tool("trace " + record.path + " /nonexistent-devtap/out.json", &unwritable) == 1);
+  // The tool's output is no receiver option: the error names the path and why, nothing else.
+  CHECK(unwritable ==
+        "devtap-recording: cannot open '/nonexistent-devtap/out.json' for writing: No such file or directory\n");
   CHECK(run_tool("trace " + record.path + " " + std::filesystem::temp_directory_path().string()) == 1);
 }
 
@@ -1461,4 +1465,133 @@ TEST_CASE("hostile merged: a merged call stuck past close() at the stream's end 
   t.s->release = true;
   std::this_thread::sleep_for(300ms);
   CHECK(t.s->late == 0);
+}
+
+// timeline.md: a merged consumer runs "from any device's reader, from the helper, or from the thread
+// calling close() ... flush(), barrier(), close() from it throw logic_error ... It may destroy the
+// receiver there too". close() gave up on cpu:0 (its reader stuck in a plain consumer) and handed
+// the merged consumer what it held on its own thread, unmarked: close() from it hung (its own
+// mutex), flush() from it waited out close_timeout, and destroying the receiver there freed what
+// close() went on using (ASan).
+TEST_CASE("hostile merged: a merged consumer that close() itself calls is a consumer like any", "[merged]") {
+  devtap_test::watchdog dog("merged consumer on close()'s thread", 30s);
+  quiet_log quiet;
+  const int action = GENERATE(0, 1, 2);  // close(), flush(), destroy the receiver
+  INFO("action " << action);
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, blocked{false};
+  auto rx = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = all(cpus), .close_timeout = 300ms, .timestamps = true, .merge_lag = 60s});
+  devtap::receiver* const raw = rx.get();
+  auto stuck = rx->attach<int>([&](const int&) {
+    blocked = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  int calls = 0;
+  bool on_close_thread = false;
+  std::string refused;
+  const auto closing_thread = std::this_thread::get_id();
+  auto point = rx->attach<int>(
+      [&](const int&) {
+        if (calls++ != 0) return;
+        on_close_thread = std::this_thread::get_id() == closing_thread;
+        try {
+          if (action == 0) rx->close();
+          else if (action == 1) rx->flush();
+          else rx.reset();
+        } catch (const std::logic_error& e) {
+          refused = e.what();
+        }
+      },
+      devtap::merged);
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(stuck, 0); });
+  cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 3; ++i) ctx.tap(point, i);
+  });
+  while (!blocked) std::this_thread::sleep_for(1ms);
+  CHECK_THROWS_AS(raw->close(), devtap::timeout_error);  // (raw: the consumer may have destroyed it)
+  release = true;
+  CHECK(on_close_thread);  // cpu:1's records waited for cpu:0 (a lag of 60 s) until close() gave up
+  CHECK(calls == 3);
+  if (action < 2) CHECK(refused.find("called from a consumer of this receiver") != std::string::npos);
+  else CHECK(rx == nullptr);
+  std::this_thread::sleep_for(50ms);  // the stuck reader finishes and lets go of the state
+}
+
+// timeline.md: a merged record counts "never twice"; a scope record "its reader counts it once, in
+// records ... whichever consumers get it". A merged scope consumer that threw or had returned added
+// consumer_errors / ignored on top of the reader's count.
+TEST_CASE("hostile merged: a merged scope consumer's records are counted once", "[merged]") {
+  devtap_test::watchdog dog("merged scope counts", 20s);
+  quiet_log quiet;
+  const bool throws = GENERATE(false, true);
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true});
+  if (throws)
+    rx.attach<devtap::scope_event>([](const devtap::scope_event&) { throw std::runtime_error("no"); }, devtap::merged);
+  else
+    rx.attach<devtap::scope_event>(
+        [](devtap::inbox<devtap::scope_event> in) -> devtap::consumer<devtap::scope_event> {
+          for (int seen = 0; co_await in.next();)
+            if (++seen == 3) co_return;
+        },
+        devtap::merged);
+  cpus.cpu_devices()[0]->run([](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 5; ++i) auto s = ctx.scope("x");
+  });
+  if (throws) CHECK_THROWS_AS(rx.close(), devtap::tap_error);  // what it threw is still reported
+  else rx.close();
+  const auto d = rx.stats().devices[0];
+  CHECK(d.records + d.ignored + d.consumer_errors + d.lost_at_close == 10);  // 5 scopes: 10 records
+  CHECK(d.records == 10);
+}
+
+// timeline.md: close() delivers what a merged consumer holds, also where it gave up on a device. A
+// merged consumer's inner entry is shared (one instance): once close() had given up on cpu:0 (its
+// reader stuck in the consumer), that reader, released, refused every later record of any device
+// as "given up" and counted them as consumer_errors, and the coroutine never got its end.
+TEST_CASE("hostile merged: a reader close() gave up on still hands the merged consumer every device's records", "[merged]") {
+  watchdog dog("merged after give-up", 30s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, blocked{false};
+  std::mutex m;
+  std::vector<int> got;
+  int ends = 0;
+  devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 60s});
+  auto p = rx.attach<int>(
+      [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+        while (auto v = co_await in.next()) {
+          {
+            std::lock_guard lock(m);
+            got.push_back(*v);
+          }
+          if (*v == 0) {
+            blocked = true;
+            while (!release) std::this_thread::sleep_for(1ms);
+          }
+        }
+        ++ends;
+      },
+      devtap::merged);
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 4; ++i) ctx.tap(p, i);
+  });
+  cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(p, 100); });
+  while (!blocked) std::this_thread::sleep_for(1ms);
+  // Released after close() gave up on cpu:0 (200 ms), before it gives up on the merged consumer.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(260ms);
+    release = true;
+  });
+  CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+  releaser.join();
+  std::this_thread::sleep_for(200ms);
+  std::lock_guard lock(m);
+  CHECK(got == std::vector<int>{0, 1, 2, 3, 100});
+  CHECK(ends == 1);
+  const auto s = rx.stats();
+  CHECK(s.devices[0].records == 4);
+  CHECK(s.devices[1].records == 1);
+  CHECK(s.devices[0].consumer_errors + s.devices[1].consumer_errors == 0);
 }

@@ -88,7 +88,7 @@ public:
       return delivery::mismatch;
     }
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (shared_) lock.lock();
+    if (shared_ && !lock_shared(lock)) return delivery::given_up;  // its caller was told call_errc::closed
     try {
       Rep reply = invoke(*value, dev, stamp);
       if (lock.owns_lock()) lock.unlock();  // answer_call wakes the caller, which may call again at once

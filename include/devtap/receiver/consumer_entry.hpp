@@ -8,6 +8,7 @@
 #include <devtap/tap/fingerprint.hpp>
 #include <devtap/tap/tap_info.hpp>
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -40,8 +41,35 @@ inline constexpr merged_t merged{};
 namespace detail {
 
 // What became of a record handed to a consumer. `held`: taken by an entry that delivers it later
-// and counts the outcome itself (a merged consumer), so the reader counts nothing.
-enum class delivery { delivered, mismatch, failed_before, returned_before, held };
+// and counts the outcome itself (a merged consumer), so the reader counts nothing. `given_up`:
+// close() gave up on the device while the reader waited for a shared consumer's lock.
+enum class delivery { delivered, mismatch, failed_before, returned_before, held, given_up };
+
+/** The `abandoned` flag of the stream this thread reads (set by its reader), or null. */
+inline thread_local const std::atomic<bool>* stream_given_up_here = nullptr;
+
+/** In its scope this thread calls entries for any device, not for the stream it reads (a merged
+ *  consumer's inner entry, which is shared): lock_shared looks at no stream's flag there. */
+struct any_stream_here {
+  const std::atomic<bool>* was = std::exchange(stream_given_up_here, nullptr);
+  any_stream_here() = default;
+  any_stream_here(const any_stream_here&) = delete;
+  any_stream_here& operator=(const any_stream_here&) = delete;
+  ~any_stream_here() { stream_given_up_here = was; }
+};
+
+/** Whether close() gave up on the stream this thread reads (never on other threads). */
+inline bool given_up_here() noexcept {
+  return stream_given_up_here != nullptr && stream_given_up_here->load(std::memory_order_acquire);
+}
+
+/** Takes a shared consumer's lock; false if close() gave up on this reader's device meanwhile. The
+ *  reader looked before it called the entry, but the lock may be held for as long as another
+ *  device's call to the consumer takes, and once close() has thrown no consumer is called again. */
+inline bool lock_shared(std::unique_lock<std::mutex>& lock) {
+  lock.lock();
+  return !given_up_here();
+}
 
 // ---- the parameters of a callable, where they are known --------------------------------------
 // Known for a function pointer and for a class with one call operator that is not a template (a
@@ -257,7 +285,7 @@ public:
   delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (shared_) lock.lock();
+    if (shared_ && !lock_shared(lock)) return delivery::given_up;
     instance& l = *instances_[shared_ ? 0 : device_index];
     if (l.failed) return delivery::failed_before;
     if (l.co.done()) return delivery::returned_before;
@@ -289,7 +317,7 @@ public:
   void finish(std::size_t device_index, const device& dev) override {
     std::unique_lock lock(mutex_, std::defer_lock);
     if (shared_) {
-      lock.lock();
+      if (!lock_shared(lock)) return;     // given up on: no end of stream either
       if (--devices_left_ != 0) return;  // a shared consumer ends with the last stream
     }
     instance& l = *instances_[shared_ ? 0 : device_index];
@@ -336,7 +364,7 @@ public:
   delivery deliver(std::size_t, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (shared_) lock.lock();
+    if (shared_ && !lock_shared(lock)) return delivery::given_up;
     if constexpr (!receivable<T>) {
       return delivery::mismatch;  // rejected by check_consumer: no second error from inside <optional>
     } else {

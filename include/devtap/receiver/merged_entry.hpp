@@ -136,8 +136,10 @@ private:
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
          std::chrono::milliseconds lag_, outcome_sink sink_)
         : inner(std::move(inner_)), queues(devices.size()), staged(devices.size()), sink(std::move(sink_)),
-          // Half a lag between looks, at least 1 ms, at most an hour (a lag of milliseconds::max()).
-          look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2, std::chrono::milliseconds(1), std::chrono::hours(1))) {
+          // Half a lag between looks, rounded up (two quiet looks must span a whole lag: 3 ms looked
+          // at every 1 ms called a device quiet after 2), at least 1 ms, at most an hour.
+          look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
+                                                           std::chrono::hours(1))) {
       // Known from the start: close() tells every device's end to the consumer, also one whose
       // reader it gave up on before that reader handed anything in.
       for (std::size_t d = 0; d < devices.size(); ++d) queues[d].dev = devices[d];
@@ -235,6 +237,7 @@ private:
     // Under the lock: delivers every record that is in order now; stops at one that must wait for a
     // device that is neither ahead, ended nor quiet.
     void deliver_ready() {
+      const any_stream_here any;  // records of every device: `closed` says when to stop, not the caller's
       for (;;) {
         if (closed.load(std::memory_order_acquire)) {  // close() gave up on a call stuck in the consumer
           count_all_delivered();

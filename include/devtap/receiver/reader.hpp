@@ -96,6 +96,9 @@ struct receiver_state {
 
   std::mutex done_mutex;
   std::condition_variable done_cv;
+  // Held by close(): here, not in the receiver, because a merged consumer that close() calls may
+  // destroy the receiver (close() then goes on with the state alone).
+  std::mutex close_mutex;
 
   // The trace file and the recording (receiver_options::trace_file, record_file): made before the
   // readers start, closed by close() after them; each reader feeds them every record it reads.
@@ -227,11 +230,15 @@ private:
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
   bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged
+  bool scope_taken_ = false;        // a consumer took the scope record being handed over
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps
  *  and the end marker stop waiting for space. */
 void abandon(device_stream& stream);
+/** How long close() waits, past close_timeout, for the readers it gave up on to count what they
+ *  leave (one wait for all of them): a reader stuck in a consumer is let go after it. */
+inline constexpr std::chrono::milliseconds close_grace{100};
 
 /** Waits until the work submitted to each stream's device before the call has finished (its
  *  after_pending_work callback ran), or `deadline`; returns the devices still busy. */

@@ -29,6 +29,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
   std::stop_callback wake_on_stop(stop, [this] { wake_reader(stream_.ring->host); });
   ring_read_here = stream_.ring->host.consumer;  // a tap or call from a consumer into this ring must not wait (wake.hpp)
   receiver_read_here = state_.id;
+  stream_given_up_here = &stream_.abandoned;  // a shared consumer looks again once it has its lock
   const bool can_sleep = stream_.ring->producers_wake_reader;
   unsigned idle = 0;
   auto idle_since = std::chrono::steady_clock::now();
@@ -183,12 +184,12 @@ inline void device_reader::dispatch(const record_ref& rec) {
     to_sinks(id, entry, rec, stamp, payload, payload_bytes);
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
-    bool delivered = false;
+    scope_taken_ = false;
     for (consumer_entry* scope_consumer : scope_consumers_) {
       if (stream_.abandoned.load(std::memory_order_acquire)) break;  // close() gave up during the last one
-      delivered = hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes) || delivered;
+      if (hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes)) scope_taken_ = true;
     }
-    if (delivered) ++delivered_records_, delivered_bytes_ += payload_bytes;
+    if (scope_taken_) ++delivered_records_, delivered_bytes_ += payload_bytes;
     return;
   }
   if (entry == nullptr) [[unlikely]] {
@@ -215,8 +216,7 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
   if (entry.stages_records) {
     staged_ = true;
   } else if (staged_ && !pass_on_staged(false)) [[unlikely]] {  // given up on during the merge's call
-    stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return settle(delivery::given_up, true, entry, rec, id, is_call);
   }
   delivery result;
   try {
@@ -264,6 +264,9 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
       return false;
     case delivery::held:
       return false;
+    case delivery::given_up:  // (a scope record another consumer took counts once, in records)
+      if (id != scope_record_id || !scope_taken_) stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
+      return false;
   }
   return false;
 }
@@ -287,6 +290,7 @@ DEVTAP_FUNC void device_reader::end_stream() {
   // Before any consumer's end, which may take long; given up on during the merge's call: no ends.
   if (!pass_on_staged(false)) return count_lost();
   for (auto& entry : table_) {
+    if (stream_.abandoned.load(std::memory_order_acquire)) return count_lost();  // during the last end: no more
     try {
       entry->finish(stream_.index, *stream_.dev);
     } catch (...) {
@@ -368,31 +372,6 @@ DEVTAP_FUNC void abandon(device_stream& stream) {
   close_ring(stream.ring->host, ring_reader_gone);
   wake_reader(stream.ring->host);
   wake_callers(stream.ring->host);  // even while the reader is still inside a handler
-}
-
-DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
-                                                      std::chrono::steady_clock::time_point deadline) {
-  struct pending_work {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::vector<char> done;
-  };
-  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
-  work->done.assign(streams.size(), 0);
-  for (std::size_t i = 0; i < streams.size(); ++i)
-    streams[i]->dev->after_pending_work([work, i] {
-      {
-        std::lock_guard lock(work->mutex);
-        work->done[i] = 1;
-      }
-      work->cv.notify_all();
-    });
-  std::vector<std::string> busy;
-  std::unique_lock lock(work->mutex);
-  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
-  for (std::size_t i = 0; i < work->done.size(); ++i)
-    if (!work->done[i]) busy.push_back(streams[i]->device_name);
-  return busy;
 }
 
 }  // namespace detail

@@ -40,6 +40,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -156,11 +157,12 @@ private:
             s->streams[device]->records.fetch_add(records, std::memory_order_relaxed);
             s->streams[device]->bytes.fetch_add(bytes, std::memory_order_relaxed);
           },
-          [s, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end) {
-            if (!at_end) s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
-            s->record_failure(*s->streams[device], consumer, std::move(e));
+          [s, scope, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end) {
+            if (!at_end && !scope) s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
+            s->record_failure(*s->streams[device], consumer, std::move(e));  // (reported, scope or not)
           },
-          [s](std::size_t device, detail::delivery result) {
+          [s, scope](std::size_t device, detail::delivery result) {
+            if (scope) return;  // counted once, by its reader
             auto& stream = *s->streams[device];
             (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
                 .fetch_add(1, std::memory_order_relaxed);
@@ -212,14 +214,10 @@ private:
 
   detail::device_stream& stream_of(const device& dev) const;
 
-  // Closes the trace file and the recording; their write errors, as failures for close() to report.
-  std::vector<consumer_failure> close_sinks();
-
   friend struct detail::receiver_access;
 
   std::shared_ptr<detail::receiver_state> state_;
   std::atomic<bool> closed_{false};
-  std::mutex close_mutex_;
 };
 
 namespace detail {

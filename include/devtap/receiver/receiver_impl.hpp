@@ -5,6 +5,33 @@
 
 DEVTAP_BEGIN_NAMESPACE
 
+namespace detail {
+DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
+                                                      std::chrono::steady_clock::time_point deadline) {
+  struct pending_work {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<char> done;
+  };
+  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
+  work->done.assign(streams.size(), 0);
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    streams[i]->dev->after_pending_work([work, i] {
+      {
+        std::lock_guard lock(work->mutex);
+        work->done[i] = 1;
+      }
+      work->cv.notify_all();
+    });
+  std::vector<std::string> busy;
+  std::unique_lock lock(work->mutex);
+  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
+  for (std::size_t i = 0; i < work->done.size(); ++i)
+    if (!work->done[i]) busy.push_back(streams[i]->device_name);
+  return busy;
+}
+}  // namespace detail
+
 DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shared<detail::receiver_state>()) {
   if (!options.devices.empty() && !options.backends.empty())
     throw std::invalid_argument("devtap: receiver_options: give `devices` or `backends`, not both");
@@ -135,7 +162,12 @@ DEVTAP_FUNC void receiver::barrier() {
 }
 
 DEVTAP_FUNC void receiver::close() {
-  std::unique_lock closing(close_mutex_, std::defer_lock);
+  const std::shared_ptr<detail::receiver_state> keep = state_;  // close_held below may destroy *this
+  auto& state = *keep;
+  std::unique_lock closing(state.close_mutex, std::defer_lock);
+  // A merged consumer that close() itself calls (close_held) holds the lock already: refused first,
+  // as try_lock on a mutex this thread holds is undefined.
+  if (detail::receiver_read_here == state.id) refuse_inside("close()", true);
   if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
     refuse_inside("close()", true);
     closing.lock();
@@ -144,16 +176,15 @@ DEVTAP_FUNC void receiver::close() {
   refuse_inside("close()", true);
   closed_.store(true, std::memory_order_release);
   forget();
-  auto& state = *state_;
   for (auto& stream : state.streams) {
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)
-      s->dev->after_pending_work([keep = state_, s] {
+      s->dev->after_pending_work([keep, s] {
         detail::write_end_marker(s->ring->host);
         s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
       });
     else
-      s->dev->after_pending_work([keep = state_, s] {
+      s->dev->after_pending_work([keep, s] {
         detail::close_ring(s->ring->host, detail::ring_ending);
         s->device_done.store(true, std::memory_order_seq_cst);
         detail::wake_reader(s->ring->host);
@@ -178,11 +209,12 @@ DEVTAP_FUNC void receiver::close() {
     stream->dev->detach(&stream->out);
     stream->dev->retire_ring(stream->ring);
   }
+  // A reader stuck inside a consumer cannot be joined without hanging: give them all one moment to
+  // count what they leave, then let them go (each owns a reference to the state: nothing is freed).
+  const auto grace_end = std::chrono::steady_clock::now() + detail::close_grace;
   for (auto& stream : state.streams) {
     if (!stream->thread.joinable()) continue;
-    // A reader stuck inside a consumer cannot be joined without hanging: give it a moment to count what
-    // it leaves, then let it go (it owns a reference to the shared state: nothing it touches is freed).
-    for (int i = 0; i < 100 && !stream->reader_exited.load(std::memory_order_acquire); ++i)
+    while (!stream->reader_exited.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < grace_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
     else stream->thread.detach();
@@ -193,9 +225,15 @@ DEVTAP_FUNC void receiver::close() {
       std::lock_guard lock(state.table_mutex);
       entries = state.entries;
     }
+    // On this thread they are consumers like any: close(), flush() from them are refused, and
+    // one may destroy the receiver (from here on, close() touches the state only).
+    struct marked_inside {  // restored on every way out
+      std::uint32_t was;
+      ~marked_inside() { detail::receiver_read_here = was; }
+    } const mark{std::exchange(detail::receiver_read_here, state.id)};
     for (auto& entry : entries) entry->close_held();
   }
-  std::vector<consumer_failure> file_failures = close_sinks();
+  std::vector<consumer_failure> file_failures = detail::close_sinks(state);
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
       stream->ring->release_memory();
@@ -208,22 +246,7 @@ DEVTAP_FUNC void receiver::close() {
                ? " (" + std::to_string(stream->lost_at_close.load(std::memory_order_relaxed)) + " records not delivered)"
                : " (its reader has not stopped yet, a consumer call may still be running; what its ring holds is counted "
                  "in stats().lost_at_close)"));
-  std::vector<consumer_failure> failures;
-  {
-    std::lock_guard lock(state.failures_mutex);
-    failures = state.failures;
-    failures.insert(failures.end(), file_failures.begin(), file_failures.end());
-    for (const auto& [source, thrown] : state.failures_by_source)
-      if (thrown > state.kept_failures_per_source)
-        failures.push_back({source.first, source.second,
-                            std::to_string(thrown - state.kept_failures_per_source) + " more exception(s), not kept (" +
-                                std::to_string(thrown) + " in all)",
-                            {}});
-  }
-  {
-    std::lock_guard lock(state.table_mutex);
-    for (auto& stream : state.streams) detail::add_stream_failures(*stream, state.entries, failures);
-  }
+  std::vector<consumer_failure> failures = detail::collect_failures(state, std::move(file_failures));
   std::string errors;
   for (const auto& f : failures) errors += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
   if (!stuck.empty())
@@ -299,16 +322,6 @@ DEVTAP_FUNC void receiver::abandon_all() {
   }
   // The trace and the recording are completed when the state goes, after the last reader (each
   // reader ends its device's part as it exits): closing them now would drop what readers still hold.
-}
-
-DEVTAP_FUNC std::vector<consumer_failure> receiver::close_sinks() {
-  std::vector<consumer_failure> failures;
-  for (auto& sink : state_->sinks)
-    if (std::string error = sink->close(); !error.empty()) {
-      log(log_level::error, "receiver '{}': {}", state_->name, error);
-      failures.push_back({"(all devices)", "receiver_options", std::move(error), {}});
-    }
-  return failures;
 }
 
 DEVTAP_FUNC void receiver::name_scope(std::uint32_t id, std::string_view name) {

@@ -143,13 +143,12 @@ protected:
     std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
   };
 
-  /** Opens `path` for writing, or throws std::invalid_argument naming `option` (e.g. "trace_file").
+  /** Opens `path` for writing, or throws std::invalid_argument beginning with `where` (e.g.
+   *  "devtap: receiver_options::trace_file: "); `what` names the file in later errors ("trace file").
    *  Leaves the file as it is until start_file(): a receiver that fails to open after this (a device
    *  already attached) must not have emptied it. */
-  sink_file(const std::string& path, std::string_view option, std::size_t devices)
-      : path_(path), what_(std::string(option)), where_("devtap: receiver_options::" + std::string(option) + ": ") {
-    if (const auto underscore = what_.find('_'); underscore != std::string::npos)
-      what_[underscore] = ' ';  // "trace_file" -> "trace file", for the messages
+  sink_file(const std::string& path, std::string_view what, std::string_view where, std::size_t devices)
+      : path_(path), what_(what), where_(where) {
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
     // A regular file is locked before it is emptied: a second writer of it (another receiver, or
     // this one's other file option) is refused instead of truncating and interleaving into it. The
@@ -271,7 +270,7 @@ private:
   std::string path_;
   std::string made_;  // the file this sink made (through a link: its target), removed if never started
   std::string what_;   // "trace file" or "record file"
-  std::string where_;  // "devtap: receiver_options::trace_file: ", for the messages
+  std::string where_;  // what the open's errors begin with: the option ("devtap: receiver_options::trace_file: ")
   std::string error_;  // the first write error (file_mutex_)
   bool closed_ = false;
 };

@@ -3,6 +3,7 @@
  *  which cannot throw (CUDA kernels) leave, a stopped stream, unknown ids and type mismatches. */
 #include <devtap/detail/text.hpp>
 #include <devtap/errors.hpp>
+#include <devtap/log.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
 #include <devtap/receiver/reader.hpp>
 #include <devtap/ring/layout.hpp>
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,13 @@ std::string sticky_error_text(const device_stream& stream);
  *  type (per id, with counts). The reader's own fields are read only once it has finished or exited. */
 void add_stream_failures(const device_stream& stream, const std::vector<std::shared_ptr<consumer_entry>>& entries,
                                 std::vector<consumer_failure>& failures);
+
+/** Closes the trace file and the recording; their write errors, as failures for close() to report. */
+std::vector<consumer_failure> close_sinks(receiver_state& state);
+
+/** Everything close() reports: what consumers and handlers threw (16 kept per device and name, the
+ *  rest counted), the files' errors, and each device's own (add_stream_failures). */
+std::vector<consumer_failure> collect_failures(receiver_state& state, std::vector<consumer_failure> file_failures);
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE

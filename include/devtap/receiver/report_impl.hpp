@@ -49,6 +49,34 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   }
 }
 
+DEVTAP_FUNC std::vector<consumer_failure> close_sinks(receiver_state& state) {
+  std::vector<consumer_failure> failures;
+  for (auto& sink : state.sinks)
+    if (std::string error = sink->close(); !error.empty()) {
+      log(log_level::error, "receiver '{}': {}", state.name, error);
+      failures.push_back({"(all devices)", "receiver_options", std::move(error), {}});
+    }
+  return failures;
+}
+
+DEVTAP_FUNC std::vector<consumer_failure> collect_failures(receiver_state& state, std::vector<consumer_failure> file_failures) {
+  std::vector<consumer_failure> failures;
+  {
+    std::lock_guard lock(state.failures_mutex);
+    failures = state.failures;
+    failures.insert(failures.end(), file_failures.begin(), file_failures.end());
+    for (const auto& [source, thrown] : state.failures_by_source)
+      if (thrown > state.kept_failures_per_source)
+        failures.push_back({source.first, source.second,
+                            std::to_string(thrown - state.kept_failures_per_source) + " more exception(s), not kept (" +
+                                std::to_string(thrown) + " in all)",
+                            {}});
+  }
+  std::lock_guard lock(state.table_mutex);
+  for (auto& stream : state.streams) add_stream_failures(*stream, state.entries, failures);
+  return failures;
+}
+
 }  // namespace detail
 
 DEVTAP_END_NAMESPACE

@@ -21,10 +21,11 @@ namespace detail {
 
 class trace_writer final : public record_sink, sink_file<std::string> {
 public:
-  /** Opens `path` for writing (std::invalid_argument naming it and why, if it cannot) and writes the
-   *  process and track names. Times are written in µs since `origin_ns` (a steady_clock time). */
+  /** Opens `path` for writing (std::invalid_argument naming it and why, after `where`, if it cannot)
+   *  and writes the process and track names. Times are written in µs since `origin_ns` (a
+   *  steady_clock time). `where`: the receiver's option; the recording tool's output says none. */
   trace_writer(const std::string& path, std::string_view process_name, const std::vector<std::string>& device_names,
-               std::uint64_t origin_ns);
+               std::uint64_t origin_ns, std::string_view where = "devtap: receiver_options::trace_file: ");
   ~trace_writer() override;
 
   DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,

@@ -168,8 +168,9 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
   const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
   const std::uint64_t payload = stamp_bytes + encoded_size(value);
   const std::uint64_t bytes = record_bytes(payload);
-  if (bytes > max_record_bytes(ring.capacity)) throw_too_large(out, payload, bytes);  // before anything is written
+  // Refusals first, as for a call: an empty outfeed has no ring to be too small for.
   if (const tap_refusal why = refusal(out, point.id, point.receiver); why != tap_refusal::none) throw_refused(out, why);
+  if (bytes > max_record_bytes(ring.capacity)) throw_too_large(out, payload, bytes);  // before anything is written
   // A closed ring takes no new claim: taps that went on after close() would fill it with aborted
   // claims and starve the end marker's (a plain load of a line written only at close).
   if (ring_closed(ring)) throw_closed(out.device_name());

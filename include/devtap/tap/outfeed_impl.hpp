@@ -27,6 +27,8 @@ namespace detail {
 
 [[noreturn]] DEVTAP_FUNC void throw_refused(const outfeed& out, tap_refusal why) {
   const std::string device = std::string("device '") + out.device_name() + "'";
+  if (!out)  // its receiver id is none: any point reads as another receiver's
+    throw outfeed_error("devtap: tap through an empty outfeed (default-constructed: it feeds no device; nothing was written)");
   switch (why) {
     case tap_refusal::kernels_only:
       throw outfeed_error("devtap: " + device + " takes taps from its own kernels only (pass this outfeed to a kernel)");
@@ -60,6 +62,7 @@ DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc erro
     case call_errc::closed:
       return "devtap: call on " + device + ": its receiver closed (or gave up on the device) before answering";
     case call_errc::no_handler:
+      if (!out) return "devtap: call through an empty outfeed (default-constructed: it feeds no device; nothing was sent)";
       return "devtap: call on " + device + " through a call_point that no open receiver of this device serves" +
              (slot_text.empty() ? std::string() : ": " + std::string(slot_text));
     case call_errc::type_mismatch:
@@ -74,7 +77,7 @@ DEVTAP_FUNC std::string describe_call_failure(const outfeed& out, call_errc erro
       return "devtap: call on " + device + ": its ring is full (overflow_policy::" +
              (out.policy() == overflow_policy::drop ? "drop" : "error") + "); the request was not sent";
     case call_errc::reentrant:
-      return "devtap: call on " + device + " from a consumer or handler of that same device: it would wait for "
+      return "devtap: call on " + device + " from a consumer or handler of its own receiver: it could wait for "
              "itself (call from another thread)";
     case call_errc::kernels_only:
       return "devtap: call on " + device + " from the host: only its own kernels call through it";
