@@ -67,6 +67,9 @@ const char* const specs[] = {
     "{}", ".{}", "{}.{}f", "{}.{}", "{1}", "%", "z", "dd", "L.3", "<", ".", ".f", "+d5", "é<5", "é^7s",
     // ranges
     "n", ":x", "n:x", ":#x", ":.2f", ":>6", "n:>6", "::", ":{}", "nx", ":d", ":s", ":+", "x:",
+    // '}' as a fill (fmt refuses only '{'), lead bytes fmt reads as one-byte fills, numbers past INT_MAX
+    "}<5", "}^7", "}>", "\xf8<5", "\xff>5", "\xf8", "2147483648", ".2147483648f", "99999999999", ":2147483648",
+    "\xe2<", "\xf0<5", "000000000005", ".00000000001f", "0000000005", ".0000000001f",
 };
 }  // namespace
 
@@ -129,6 +132,11 @@ TEST_CASE("format-level errors") {
   STATIC_REQUIRE(check("{:+}", {str}) == print_check::spec_sign);
   STATIC_REQUIRE(check("{::{}}", {print_desc(print_kind::i32, print_form::span), i32}) == print_check::ok);
   STATIC_REQUIRE(check("{::{}}", {print_desc(print_kind::i32, print_form::span), f64}) == print_check::width_not_integer);
+  // Stricter than fmt, on purpose (print.md): '}' as the fill of a range's element spec, which the
+  // host's range printer ends at the first '}'. As a scalar's fill it is fmt's.
+  STATIC_REQUIRE(check("{::}<5}", {print_desc(print_kind::i32, print_form::span)}) != print_check::ok);
+  STATIC_REQUIRE(check("{:n:}>4}", {print_desc(print_kind::i32, print_form::span)}) != print_check::ok);
+  STATIC_REQUIRE(check("{:}<5}", {i32}) == print_check::ok);
 }
 
 TEST_CASE("format-level cases agree with fmt too") {
@@ -138,7 +146,9 @@ TEST_CASE("format-level cases agree with fmt too") {
   };
   for (c x : {c{"{} {}", 2}, c{"{{}} {{", 0}, c{"{1} {0}", 2}, c{"{}", 0}, c{"{2}", 2}, c{"a } b", 0}, c{"{", 0},
               c{"{:", 1}, c{"{0", 1}, c{"{x}", 1}, c{"{} {0}", 1}, c{"{0} {}", 1}, c{"{00}", 1}, c{"{01}", 2},
-              c{"{ }", 1}, c{"{0 }", 1}, c{"{-1}", 1}, c{"}}{{", 0}, c{"{}}", 1}}) {
+              c{"{ }", 1}, c{"{0 }", 1}, c{"{-1}", 1}, c{"}}{{", 0}, c{"{}}", 1},
+              // fmt reads the '}' after "{:" as a fill when an alignment follows: a field, not text
+              c{"{:}<br>", 1}, c{"{:}^_^", 1}, c{"{:}>5}", 1}, c{"[{:}<3}]", 1}, c{"{:}", 1}, c{"{:}}", 1}}) {
     const std::string f = x.f;
     std::vector<std::uint32_t> descs(static_cast<std::size_t>(x.nargs), i32);
     const print_check verdict = check_print_format(f.data(), f.size(), descs.data(), descs.size()).code;

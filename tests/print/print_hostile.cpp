@@ -1496,3 +1496,86 @@ TEST_CASE("hostile: more than 16 MiB of records waiting for a definition") {
   }
   CHECK(ordered);
 }
+
+// print.md: a definition that fails the host's check "becomes an error line". A definition whose text
+// was damaged in flight (its id is the genuine format's) was registered under that id process-wide:
+// every later print of the genuine format, in any receiver, printed the damaged text. The host now
+// checks that a definition hashes to its id.
+TEST_CASE("hostile: a damaged definition does not take over its format's id") {
+  watchdog wd(30s);
+  using namespace devtap::detail;
+  devtap::cpu_client cpus(1);
+  using genuine = print_signature<"hostile genuine {} C", int>;
+  using damaged = print_signature<"HOSTILE GENUINE {} F", int>;  // same size, same descriptors
+  static_assert(genuine::def_bytes == damaged::def_bytes && genuine::id != damaged::id);
+  {
+    std::vector<std::string> lines;
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
+    auto ch = devtap::attach_print(rx, {.sink = [&](std::string_view l) { lines.emplace_back(l); }});
+    const devtap::printer out = ch.on(rx.outfeed(*cpus.cpu_devices()[0]));
+    // What a CUDA device sends with its definition, the text damaged on the way, the id intact.
+    print_record<damaged::def_bytes + 8> rec;
+    static_assert(sizeof(rec) == 32 + damaged::def_bytes + damaged::arg_bytes);
+    rec.head.count = sizeof(rec) - 8;
+    rec.head.id = genuine::id;
+    rec.head.flags = print_has_definition;
+    rec.head.def_bytes = damaged::def_bytes;
+    rec.head.arg_bytes = damaged::arg_bytes;
+    std::memcpy(rec.body, damaged::def_words.w, damaged::def_bytes);
+    const int one = 1;
+    std::memcpy(rec.body + damaged::def_bytes, &one, sizeof one);
+    const auto& point = ch.point().point;
+    out.out().tap(devtap::tap_point<decltype(rec)>{point.id, point.fingerprint, point.receiver}, rec);
+    rx.close();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("malformed format definition") != std::string::npos);
+    CHECK(ch.stats().malformed == 1);
+  }
+  std::vector<std::string> lines;
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
+  auto ch = devtap::attach_print(rx, {.sink = [&](std::string_view l) { lines.emplace_back(l); }});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    devtap::print<"hostile genuine {} C">(out, 21);
+  });
+  rx.close();
+  CHECK(lines == std::vector<std::string>{"hostile genuine 21 C"});
+}
+
+// print.md: "a device's line that waited for it while close() gave up on that device is not given to
+// it (no sink call after close() has thrown) and counts" in write_errors. cpu:0's line holds the
+// callable sink past close_timeout while cpu:1's reader waits for it.
+TEST_CASE("hostile: a callable sink is not called after close() gave up on the device waiting for it") {
+  watchdog wd(30s);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> release{false}, blocked{false}, close_done{false};
+  std::atomic<int> after{0};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  auto ch = devtap::attach_print(*rx, {.sink = [&](std::string_view line) {
+                                   if (close_done) ++after;
+                                   if (line != "block") return;
+                                   blocked = true;
+                                   while (!release) std::this_thread::sleep_for(1ms);
+                                 }});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    devtap::print<"block">(out);
+  });
+  while (!blocked) std::this_thread::sleep_for(1ms);
+  cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    devtap::print<"second {}">(out, 2);
+  });
+  std::this_thread::sleep_for(50ms);  // cpu:1's reader waits for the sink
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  close_done = true;
+  release = true;
+  for (int i = 0; i < 2000 && ch.stats().write_errors == 0; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);
+  CHECK(after == 0);
+  CHECK(ch.stats().write_errors == 1);
+  CHECK(ch.stats().lines == 2);
+  rx.reset();
+  devtap::set_log_sink({});
+}

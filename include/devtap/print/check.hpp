@@ -129,7 +129,10 @@ private:
     const std::uint32_t d = descs_[arg];
     const spec_class cls = desc_spec_class(d);
     if (cls == spec_class::range) {
-      if (!range_spec(i, arg, scalar_spec_class(desc_kind(d)))) return false;
+      in_range_ = true;
+      const bool ok = range_spec(i, arg, scalar_spec_class(desc_kind(d)));
+      in_range_ = false;
+      if (!ok) return false;
     } else if (!scalar_spec(i, arg, cls)) {
       return false;
     }
@@ -146,6 +149,17 @@ private:
     if (s_[i] != ':') return fail(print_check::bad_spec, i, arg);
     ++i;
     return scalar_spec(i, arg, element);
+  }
+
+  // A width or precision: at most 10 digits and INT_MAX, as {fmt} 9 requires ("number is too big").
+  DEVTAP_HOST_DEVICE constexpr bool number(std::size_t& i, std::size_t arg) {
+    const std::size_t start = i;
+    std::uint64_t v = 0;
+    while (i < n_ && print_is_digit(s_[i])) {
+      v = v * 10 + static_cast<std::uint64_t>(s_[i++] - '0');
+      if (v > 2147483647u || i - start > 10) return fail(print_check::bad_spec, start, arg);
+    }
+    return true;
   }
 
   // A dynamic width or precision: '{' [index] '}'.
@@ -166,13 +180,17 @@ private:
     const std::size_t start = i;
     auto at = [&](std::size_t k) -> char { return k < n_ ? s_[k] : '\0'; };
     // fill (one character, UTF-8 too) and alignment
+    // {fmt} 9's code_point_length: F8..FF (and continuation bytes) count as one byte
     std::size_t fill_len = 1;
     const auto lead = static_cast<unsigned char>(at(i));
-    if (lead >= 0xf0) fill_len = 4;
-    else if (lead >= 0xe0) fill_len = 3;
-    else if (lead >= 0xc0) fill_len = 2;
+    if (lead >= 0xf0 && lead < 0xf8) fill_len = 4;
+    else if (lead >= 0xe0 && lead < 0xf0) fill_len = 3;
+    else if (lead >= 0xc0 && lead < 0xe0) fill_len = 2;
+    const bool fill_fits = i + fill_len < n_;  // else fmt looks for an alignment alone
     bool align = true;
-    if (i < n_ && at(i) != '{' && at(i) != '}' && print_is_align(at(i + fill_len))) i += fill_len + 1;
+    // {fmt} 9 refuses only '{' as a fill; '}' is a fill ("{:}<5}"), except in a range's element
+    // spec, whose end print_range's parse finds at the first '}'
+    if (fill_fits && at(i) != '{' && (at(i) != '}' || !in_range_) && print_is_align(at(i + fill_len))) i += fill_len + 1;
     else if (print_is_align(at(i))) i += 1;
     else align = false;
     bool sign = false, alt = false, zero = false, precision = false, locale = false;
@@ -189,7 +207,7 @@ private:
       ++i;
     }
     if (print_is_digit(at(i))) {
-      while (print_is_digit(at(i))) ++i;
+      if (!number(i, arg)) return false;
     } else if (at(i) == '{') {
       if (!dynamic(i)) return false;
     }
@@ -197,7 +215,7 @@ private:
       ++i;
       precision = true;
       if (print_is_digit(at(i))) {
-        while (print_is_digit(at(i))) ++i;
+        if (!number(i, arg)) return false;
       } else if (at(i) == '{') {
         if (!dynamic(i)) return false;
       } else {
@@ -243,7 +261,7 @@ private:
   std::size_t n_;
   const std::uint32_t* descs_;
   std::size_t nargs_;
-  bool automatic_ = false, manual_ = false;
+  bool automatic_ = false, manual_ = false, in_range_ = false;
   std::size_t next_ = 0;
   std::uint64_t used_ = 0;
   print_check_result result_{};

@@ -7,11 +7,13 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/config.hpp>
 #include <devtap/print/arg_store.hpp>
+#include <devtap/print/format_id.hpp>
 #include <devtap/print/options.hpp>
 #include <devtap/print/record_view.hpp>
 #include <devtap/print/registry.hpp>
 #include <devtap/print/rejection.hpp>
 #include <devtap/print/stats.hpp>
+#include <devtap/receiver/consumer_entry.hpp>
 
 #include <fmt/format.h>
 
@@ -98,6 +100,10 @@ private:
     std::vector<std::uint32_t> descs(r.def_nargs);
     if (r.def_nargs != 0) std::memcpy(descs.data(), r.def_descs, 4 * r.def_nargs);
     bump(counters_->definitions);
+    // The id is the hash of the text and the descriptors: a definition that does not hash to its
+    // id was damaged, and registering it would replace that format process-wide (the registry
+    // keeps the first). Not learned: its records become "malformed format definition" lines.
+    if (print_format_id(r.def_text.data(), r.def_text.size(), descs.data(), descs.size()) != r.id) return;
     if (const print_format_def* def = global_print_registry().add(r.id, r.def_text, descs.data(), descs.size()))
       cache_[r.id] = def;
   }
@@ -236,7 +242,12 @@ private:
       state_->trace_line(dev, time_ns_, std::string_view(line_.data(), line_.size() - (line_.size() == 0 ? 0 : 1)));
     const print_sink& sink = state_->options.sink;
     if (sink.callback()) {
-      std::lock_guard lock(state_->sink_mutex);
+      std::unique_lock lock(state_->sink_mutex, std::defer_lock);
+      if (!lock_shared(lock)) {  // waited for another device's sink call while close() gave up on this one
+        add(counters_->write_errors, 1);
+        bump(counters_->lines);
+        return;
+      }
       const char* p = line_.data();
       const char* end = p + line_.size();
       while (p < end) {

@@ -17,7 +17,7 @@ DEVTAP_BEGIN_NAMESPACE
 enum class print_prefix : unsigned {
   none = 0,
   device = 1,      ///< "[cpu:0] "
-  elapsed = 2,     ///< "[   1.234567] ": seconds since attach_print
+  elapsed = 2,     ///< "[    1.234567] ": seconds since attach_print
   wall_clock = 4,  ///< "[13:37:42.123456] ": local time of day
 };
 constexpr print_prefix operator|(print_prefix a, print_prefix b) {

@@ -18,7 +18,7 @@ struct print_stats {
   std::uint64_t unknown_formats = 0;  ///< prints whose format never became known (written as an error line)
   std::uint64_t malformed = 0;        ///< records that were not valid prints (written as an error line)
   std::uint64_t definitions = 0;      ///< format definitions received from CUDA devices
-  std::uint64_t write_errors = 0;     ///< lines a FILE sink lost: not taken, or dropped by a failing flush
+  std::uint64_t write_errors = 0;     ///< lines a sink lost: a FILE's failed write or flush, or a callable's that close() gave up on
 };
 
 namespace detail {
