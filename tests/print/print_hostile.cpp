@@ -1579,3 +1579,34 @@ TEST_CASE("hostile: a callable sink is not called after close() gave up on the d
   rx.reset();
   devtap::set_log_sink({});
 }
+
+// The same for a print of several lines: close() gave up during the sink's call for its first line;
+// its second line was still given to the sink, after close() had thrown.
+TEST_CASE("hostile: a print's next line is not given to the sink once close() gave up during its first") {
+  watchdog wd(30s);
+  devtap::set_log_sink([](devtap::log_level, std::string_view) {});
+  devtap::cpu_client cpus(1);
+  std::atomic<bool> release{false}, blocked{false}, close_done{false};
+  std::atomic<int> after{0};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms});
+  auto ch = devtap::attach_print(*rx, {.sink = [&](std::string_view line) {
+                                   if (close_done) ++after;
+                                   if (line != "block") return;
+                                   blocked = true;
+                                   while (!release) std::this_thread::sleep_for(1ms);
+                                 }});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    devtap::print<"block\nafter close">(out);
+  });
+  while (!blocked) std::this_thread::sleep_for(1ms);
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  close_done = true;
+  release = true;
+  for (int i = 0; i < 2000 && ch.stats().write_errors == 0; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);
+  CHECK(after == 0);
+  CHECK(ch.stats().write_errors == 1);
+  rx.reset();
+  devtap::set_log_sink({});
+}

@@ -7,11 +7,14 @@
 #include <devtap/receiver/receiver.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace {
 constexpr long taps = 100000;
@@ -41,10 +44,47 @@ int logs_at_exit() {
   cpus->cpu_devices()[0]->run([point](devtap::cpu_context& ctx) { ctx.tap(point, 7); });
   std::exit(0);
 }
+// With the argument `deletes`: the close at exit gives up on cpu:0 (its consumer never returns) and
+// hands a merged consumer what it holds on the exit handler's thread; that consumer deletes the
+// receiver (timeline.md: it may). The handler read the receiver's name after close() threw: a
+// heap-use-after-free under ASan. Now its line names the receiver all the same.
+devtap::receiver* deleted_at_exit = nullptr;
+
+int deletes_at_exit() {
+  std::atexit([] {  // runs after the receiver's exit handler
+    const bool ok = sink_lines->find("receiver 'deleted-at-exit' closed at exit") != std::string::npos &&
+                    deleted_at_exit == nullptr;
+    std::printf("the receiver %s deleted by its merged consumer; the sink %s the close's line\n",
+                deleted_at_exit == nullptr ? "was" : "was not", ok ? "got" : "did not get");
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  sink_lines = new std::string;
+  devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+  auto* cpus = new devtap::cpu_client(2);
+  const auto devices = cpus->local_devices();
+  deleted_at_exit = new devtap::receiver({.devices = {devices.begin(), devices.end()},
+                                          .close_timeout = std::chrono::milliseconds(200),
+                                          .name = "deleted-at-exit",
+                                          .timestamps = true,
+                                          .merge_lag = std::chrono::seconds(60)});
+  static std::atomic<bool> stuck{false};
+  auto never_returns = deleted_at_exit->attach<int>([](const int&) {
+    stuck = true;
+    for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  auto merged = deleted_at_exit->attach<int>([](const int&) { delete std::exchange(deleted_at_exit, nullptr); },
+                                             devtap::merged);
+  cpus->cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(never_returns, 0); });
+  cpus->cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(merged, 1); });
+  while (!stuck) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::exit(0);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "logs") == 0) return logs_at_exit();
+  if (argc > 1 && std::strcmp(argv[1], "deletes") == 0) return deletes_at_exit();
   // Registered before the receiver's exit handler, so it runs after it (handlers run in reverse).
   std::atexit([] {
     const bool ok = delivered.load() == taps && ended.load();

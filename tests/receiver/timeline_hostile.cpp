@@ -1595,3 +1595,81 @@ TEST_CASE("hostile merged: a reader close() gave up on still hands the merged co
   CHECK(s.devices[1].records == 1);
   CHECK(s.devices[0].consumer_errors + s.devices[1].consumer_errors == 0);
 }
+
+// timeline.md: flush(), barrier(), close() from a merged consumer throw logic_error, also on the
+// thread calling close(). A.close() ran A's merged consumer, which closed B; B's merged consumer
+// then called A.close() on that same thread: it was not refused (B's id had taken A's place in the
+// thread's mark) and waited for the lock its own thread held, forever.
+TEST_CASE("hostile merged: close() of A from B's merged consumer, run inside A.close(), is refused", "[merged]") {
+  watchdog dog("nested close", 30s);
+  quiet_log quiet;
+  devtap::cpu_client ca(2), cb(2);
+  std::atomic<bool> release{false}, blocked_a{false}, blocked_b{false};
+  std::string refused;
+  auto a = std::make_unique<devtap::receiver>(devtap::receiver_options{
+      .devices = all(ca), .close_timeout = 300ms, .name = "A", .timestamps = true, .merge_lag = 60s});
+  auto b = std::make_unique<devtap::receiver>(devtap::receiver_options{
+      .devices = all(cb), .close_timeout = 300ms, .name = "B", .timestamps = true, .merge_lag = 60s});
+  const auto stuck = [&release](std::atomic<bool>& blocked) {
+    return [&release, &blocked](const int&) {
+      blocked = true;
+      while (!release) std::this_thread::sleep_for(1ms);
+    };
+  };
+  auto stuck_a = a->attach<int>(stuck(blocked_a));
+  auto stuck_b = b->attach<int>(stuck(blocked_b));
+  int calls_a = 0, calls_b = 0;
+  auto merged_a = a->attach<int>(
+      [&](const int&) {
+        if (calls_a++ == 0) CHECK_THROWS_AS(b->close(), devtap::timeout_error);
+      },
+      devtap::merged);
+  auto merged_b = b->attach<int>(
+      [&](const int&) {
+        if (calls_b++ != 0) return;
+        try {
+          a->close();
+        } catch (const std::logic_error& e) {
+          refused = e.what();
+        }
+      },
+      devtap::merged);
+  cb.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(stuck_b, 0); });
+  cb.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(merged_b, 1); });
+  ca.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(stuck_a, 0); });
+  ca.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(merged_a, 1); });
+  while (!blocked_a || !blocked_b) std::this_thread::sleep_for(1ms);
+  CHECK_THROWS_AS(a->close(), devtap::timeout_error);
+  release = true;
+  CHECK(calls_a == 1);
+  CHECK(calls_b == 1);
+  CHECK(refused == "devtap: receiver 'A': close() called from a consumer of this receiver, which it would wait for; "
+                   "call it from another thread");
+  std::this_thread::sleep_for(50ms);
+}
+
+// timeline.md: a scope record counts once "however many consumers get it — in records if one took
+// it ... else as the first consumer's outcome". With a consumer that throws (or has returned) beside
+// one that takes every record, each record counted twice.
+TEST_CASE("hostile merged: a scope record counts once beside a consumer that throws or has returned", "[merged]") {
+  watchdog dog("scope counts once", 20s);
+  quiet_log quiet;
+  const bool throws = GENERATE(false, true);
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  if (throws)
+    rx.attach<devtap::scope_event>([](const devtap::scope_event&) { throw std::runtime_error("no"); });
+  else
+    rx.attach<devtap::scope_event>([](devtap::inbox<devtap::scope_event> in) -> devtap::consumer<devtap::scope_event> {
+      co_await in.next();
+    });
+  rx.attach<devtap::scope_event>([](const devtap::scope_event&) {});
+  cpus.cpu_devices()[0]->run([](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 5; ++i) auto s = ctx.scope("x");
+  });
+  if (throws) CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+  else rx.close();
+  const auto d = rx.stats().devices[0];
+  CHECK(d.records == 10);
+  CHECK(d.ignored + d.consumer_errors == 0);
+}

@@ -243,18 +243,17 @@ private:
     const print_sink& sink = state_->options.sink;
     if (sink.callback()) {
       std::unique_lock lock(state_->sink_mutex, std::defer_lock);
-      if (!lock_shared(lock)) {  // waited for another device's sink call while close() gave up on this one
-        add(counters_->write_errors, 1);
-        bump(counters_->lines);
-        return;
-      }
+      // Not after close() gave up on this device: neither when this line waited for another device's
+      // sink call, nor for its next line once its own sink call took that long.
+      bool given_up = !lock_shared(lock);
       const char* p = line_.data();
       const char* end = p + line_.size();
-      while (p < end) {
+      for (; p < end && !given_up; given_up = given_up_here()) {
         const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
         sink.callback()(std::string_view(p, static_cast<std::size_t>(nl - p)), dev);
         p = nl + 1;
       }
+      if (p < end) add(counters_->write_errors, 1);  // lines left: the print counts once, however many
     } else if (sink.file() != nullptr) {
       write_file(sink.file());
     }

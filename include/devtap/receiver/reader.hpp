@@ -99,6 +99,7 @@ struct receiver_state {
   // Held by close(): here, not in the receiver, because a merged consumer that close() calls may
   // destroy the receiver (close() then goes on with the state alone).
   std::mutex close_mutex;
+  std::atomic<std::thread::id> closing_thread{};  // the thread in close(), while it runs
 
   // The trace file and the recording (receiver_options::trace_file, record_file): made before the
   // readers start, closed by close() after them; each reader feeds them every record it reads.
@@ -230,7 +231,14 @@ private:
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
   bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged
-  bool scope_taken_ = false;        // a consumer took the scope record being handed over
+  // A record counts once; a scope record too, however many consumers get it (dispatch).
+  void count_one(std::atomic<std::uint64_t>& counter) {
+    if (!in_scope_loop_) counter.fetch_add(1, std::memory_order_relaxed);  // (merged consumers count from other threads)
+    else if (scope_outcome_ == nullptr) scope_outcome_ = &counter;
+  }
+  bool in_scope_loop_ = false;      // handing a scope record to its consumers
+  bool scope_taken_ = false;        // one of them took it
+  std::atomic<std::uint64_t>* scope_outcome_ = nullptr;  // else: where it counts (the first other outcome)
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

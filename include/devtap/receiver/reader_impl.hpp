@@ -184,12 +184,16 @@ inline void device_reader::dispatch(const record_ref& rec) {
     to_sinks(id, entry, rec, stamp, payload, payload_bytes);
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
-    scope_taken_ = false;
+    // It counts once: in records if a consumer took it, else where the first other outcome says.
+    scope_taken_ = false, scope_outcome_ = nullptr, in_scope_loop_ = true;
     for (consumer_entry* scope_consumer : scope_consumers_) {
       if (stream_.abandoned.load(std::memory_order_acquire)) break;  // close() gave up during the last one
       if (hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes)) scope_taken_ = true;
     }
+    in_scope_loop_ = false;
     if (scope_taken_) ++delivered_records_, delivered_bytes_ += payload_bytes;
+    else if (scope_outcome_ != nullptr) scope_outcome_->fetch_add(1, std::memory_order_relaxed);
+    else if (stream_.abandoned.load(std::memory_order_acquire)) stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (entry == nullptr) [[unlikely]] {
@@ -222,7 +226,7 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
   try {
     result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
   } catch (...) {
-    stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
+    count_one(stream_.consumer_errors);
     state_.record_failure(stream_, entry.name, std::current_exception());
     return false;
   }
@@ -240,7 +244,7 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
     case delivery::delivered:
       return true;
     case delivery::mismatch:
-      add_owned(stream_.mismatches, 1);
+      count_one(stream_.mismatches);
       if (is_call && !fits)  // (else the handler answered it)
         refuse_call(rec, call_errc::type_mismatch,
                     entry.answers_calls ? "the handler behind this call_point takes or returns other types"
@@ -257,15 +261,15 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
       }
       return false;
     case delivery::failed_before:
-      stream_.consumer_errors.fetch_add(1, std::memory_order_relaxed);
+      count_one(stream_.consumer_errors);
       return false;
     case delivery::returned_before:
-      stream_.ignored.fetch_add(1, std::memory_order_relaxed);  // (a merged consumer counts from other threads)
+      count_one(stream_.ignored);
       return false;
     case delivery::held:
       return false;
-    case delivery::given_up:  // (a scope record another consumer took counts once, in records)
-      if (id != scope_record_id || !scope_taken_) stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
+    case delivery::given_up:
+      count_one(stream_.lost_at_close);
       return false;
   }
   return false;

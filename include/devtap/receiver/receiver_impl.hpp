@@ -167,13 +167,18 @@ DEVTAP_FUNC void receiver::close() {
   std::unique_lock closing(state.close_mutex, std::defer_lock);
   // A merged consumer that close() itself calls (close_held) holds the lock already: refused first,
   // as try_lock on a mutex this thread holds is undefined.
-  if (detail::receiver_read_here == state.id) refuse_inside("close()", true);
+  if (inside(false) != nullptr) refuse_inside("close()", true);
   if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
     refuse_inside("close()", true);
     closing.lock();
   }
   if (closed_.load(std::memory_order_relaxed)) return;
   refuse_inside("close()", true);
+  struct closing_here {  // inside() tells this thread apart while close() runs (its consumers run here too)
+    detail::receiver_state& state;
+    ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
+  } const mark_closing{state};
+  state.closing_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
   closed_.store(true, std::memory_order_release);
   forget();
   for (auto& stream : state.streams) {
@@ -290,6 +295,8 @@ DEVTAP_FUNC receiver_stats receiver::stats() const {
 
 DEVTAP_FUNC const char* receiver::inside(bool devices_too) const {
   if (detail::receiver_read_here == state_->id) return "a consumer of this receiver";  // a reader, or a merged consumer's helper
+  if (state_->closing_thread.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    return "a consumer of this receiver";  // one that close() calls (it may have called another receiver's close() since)
   for (const auto& stream : state_->streams) {
     if (stream->thread.get_id() == std::this_thread::get_id()) return "a consumer of this receiver";
     if (devices_too && stream->dev->runs_on_this_thread()) return "the work of one of its devices";
@@ -365,19 +372,23 @@ DEVTAP_FUNC detail::device_stream& receiver::stream_of(const device& dev) const 
 /** At normal exit: closes every receiver still open (drained within its close_timeout; consumers see
  *  their end of stream) and logs what could not be delivered. */
 DEVTAP_FUNC void detail::close_open_receivers_at_exit() {
-  std::vector<receiver*> open;
-  {
-    auto& list = open_receivers();
-    std::lock_guard lock(list.mutex);
-    open.swap(list.open);
-  }
-  for (receiver* rx : open) {
+  // One at a time, taken off the list under its lock: a consumer that one close() calls may destroy
+  // another receiver (which leaves the list), or this one (its name is read first).
+  for (auto& list = open_receivers();;) {
+    receiver* rx = nullptr;
+    {
+      std::lock_guard lock(list.mutex);
+      if (list.open.empty()) return;
+      rx = list.open.front();
+      list.open.erase(list.open.begin());
+    }
+    const std::string name = rx->name();
     try {
       rx->close();
     } catch (const std::exception& e) {
-      log(log_level::error, "receiver '{}' closed at exit: {}", rx->name(), e.what());
+      log(log_level::error, "receiver '{}' closed at exit: {}", name, e.what());
     } catch (...) {
-      log(log_level::error, "receiver '{}' closed at exit with an unknown error", rx->name());
+      log(log_level::error, "receiver '{}' closed at exit with an unknown error", name);
     }
   }
 }
