@@ -230,8 +230,9 @@ DEVTAP_FUNC void receiver::close() {
       std::lock_guard lock(state.table_mutex);
       entries = state.entries;
     }
-    // On this thread they are consumers like any: close(), flush() from them are refused, and
-    // one may destroy the receiver (from here on, close() touches the state only).
+    // On this thread they are consumers like any: close(), flush() from them are refused
+    // (closing_thread), a tap or call from them into this receiver does not wait (receiver_read_here),
+    // and one may destroy the receiver (from here on, close() touches the state only).
     struct marked_inside {  // restored on every way out
       std::uint32_t was;
       ~marked_inside() { detail::receiver_read_here = was; }
