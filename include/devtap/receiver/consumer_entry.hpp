@@ -48,14 +48,15 @@ enum class delivery { delivered, mismatch, failed_before, returned_before, held,
 /** The `abandoned` flag of the stream this thread reads (set by its reader), or null. */
 inline thread_local const std::atomic<bool>* stream_given_up_here = nullptr;
 
-/** In its scope this thread calls entries for any device, not for the stream it reads (a merged
- *  consumer's inner entry, which is shared): lock_shared looks at no stream's flag there. */
-struct any_stream_here {
-  const std::atomic<bool>* was = std::exchange(stream_given_up_here, nullptr);
-  any_stream_here() = default;
-  any_stream_here(const any_stream_here&) = delete;
-  any_stream_here& operator=(const any_stream_here&) = delete;
-  ~any_stream_here() { stream_given_up_here = was; }
+/** Gives the thread_local `var` the value `value` for a scope, and its old value back on every way
+ *  out (e.g. a merged consumer's delivery, which is for any device: no stream's flag there). */
+template <class T>
+struct thread_mark {
+  thread_mark(T& var, std::type_identity_t<T> value) : var_(var), was_(std::exchange(var, value)) {}
+  thread_mark(const thread_mark&) = delete;  // (and no assignment: it holds a reference)
+  ~thread_mark() { var_ = was_; }
+  T& var_;
+  T was_;
 };
 
 /** Whether close() gave up on the stream this thread reads (never on other threads). */
@@ -63,9 +64,8 @@ inline bool given_up_here() noexcept {
   return stream_given_up_here != nullptr && stream_given_up_here->load(std::memory_order_acquire);
 }
 
-/** Takes a shared consumer's lock; false if close() gave up on this reader's device meanwhile. The
- *  reader looked before it called the entry, but the lock may be held for as long as another
- *  device's call to the consumer takes, and once close() has thrown no consumer is called again. */
+/** Takes a shared consumer's lock; false if close() gave up on this reader's device while another
+ *  device's call held it (the reader looked before; once close() has thrown, no consumer is called). */
 inline bool lock_shared(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   return !given_up_here();

@@ -237,7 +237,8 @@ private:
     // Under the lock: delivers every record that is in order now; stops at one that must wait for a
     // device that is neither ahead, ended nor quiet.
     void deliver_ready() {
-      const any_stream_here any;  // records of every device: `closed` says when to stop, not the caller's
+      // Records of every device: `closed` says when to stop, not the calling reader's stream.
+      const thread_mark any_stream(stream_given_up_here, nullptr);
       for (;;) {
         if (closed.load(std::memory_order_acquire)) {  // close() gave up on a call stuck in the consumer
           count_all_delivered();

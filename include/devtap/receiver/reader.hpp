@@ -237,8 +237,7 @@ private:
     else if (scope_outcome_ == nullptr) scope_outcome_ = &counter;
   }
   bool in_scope_loop_ = false;      // handing a scope record to its consumers
-  bool scope_taken_ = false;        // one of them took it
-  std::atomic<std::uint64_t>* scope_outcome_ = nullptr;  // else: where it counts (the first other outcome)
+  std::atomic<std::uint64_t>* scope_outcome_ = nullptr;  // where it counts if none took it (the first other outcome)
 };
 
 /** Gives up on a stream: its reader calls no consumer again, counts what is left and exits; taps

@@ -185,13 +185,14 @@ inline void device_reader::dispatch(const record_ref& rec) {
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
     // It counts once: in records if a consumer took it, else where the first other outcome says.
-    scope_taken_ = false, scope_outcome_ = nullptr, in_scope_loop_ = true;
+    scope_outcome_ = nullptr, in_scope_loop_ = true;
+    bool taken = false;
     for (consumer_entry* scope_consumer : scope_consumers_) {
       if (stream_.abandoned.load(std::memory_order_acquire)) break;  // close() gave up during the last one
-      if (hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes)) scope_taken_ = true;
+      taken = hand_over(*scope_consumer, rec, id, false, stamp, payload, payload_bytes) || taken;
     }
     in_scope_loop_ = false;
-    if (scope_taken_) ++delivered_records_, delivered_bytes_ += payload_bytes;
+    if (taken) ++delivered_records_, delivered_bytes_ += payload_bytes;
     else if (scope_outcome_ != nullptr) scope_outcome_->fetch_add(1, std::memory_order_relaxed);
     else if (stream_.abandoned.load(std::memory_order_acquire)) stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -233,10 +233,7 @@ DEVTAP_FUNC void receiver::close() {
     // On this thread they are consumers like any: close(), flush() from them are refused
     // (closing_thread), a tap or call from them into this receiver does not wait (receiver_read_here),
     // and one may destroy the receiver (from here on, close() touches the state only).
-    struct marked_inside {  // restored on every way out
-      std::uint32_t was;
-      ~marked_inside() { detail::receiver_read_here = was; }
-    } const mark{std::exchange(detail::receiver_read_here, state.id)};
+    const detail::thread_mark mark(detail::receiver_read_here, state.id);
     for (auto& entry : entries) entry->close_held();
   }
   std::vector<consumer_failure> file_failures = detail::close_sinks(state);
