@@ -177,6 +177,28 @@ TEST_CASE("destroying a client runs queued work, then joins its threads", "[cpu]
   for (auto& r : results) CHECK_NOTHROW(r.get());  // no broken promises
 }
 
+TEST_CASE("destroying a client keeps every device until no queue holds work: work on one may use another", "[cpu]") {
+  std::future<int> result;
+  std::atomic<int> chained{0};
+  {
+    cpu_client c(3);
+    cpu_device* d0 = c.cpu_devices()[0];
+    cpu_device* d1 = c.cpu_devices()[1];
+    cpu_device* d2 = c.cpu_devices()[2];
+    // Queued on cpu:0 while cpu:1 and cpu:2 are idle: the destructor destroyed them (last first)
+    // before cpu:0 ran this, which then used freed devices (ASan: heap-use-after-free).
+    result = d0->submit([d1, d2, &chained] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return d1->run([d2, &chained] {
+        (void)d2->submit([&chained] { chained = 1; });  // queued on cpu:2 from cpu:1's work, late
+        return 7;
+      });
+    });
+  }
+  CHECK(result.get() == 7);
+  CHECK(chained == 1);
+}
+
 TEST_CASE("allocate_ring gives a host ring the host may tap", "[cpu]") {
   cpu_client c(1);
   auto ring = c.cpu_devices()[0]->allocate_ring(4096);

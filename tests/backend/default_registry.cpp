@@ -243,6 +243,13 @@ TEST_CASE("default registry: DEVTAP_PLATFORMS wins over the list set in code", "
   CHECK(devtap::backend_errors().empty());
 }
 
+TEST_CASE("default registry: a DEVTAP_PLATFORMS of white space and commas names nothing: the list set in code holds",
+          "[.platforms_code_blank_env]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_PLATFORMS")) == " ,\t");
+  devtap::set_platforms("tpu,cpu");  // counts: its unknown name is reported
+  CHECK_THROWS_WITH(devtap::devices(), Catch::Contains("Unknown backend 'tpu'"));
+}
+
 TEST_CASE("default registry: an unknown name set in code is reported at first use", "[.platforms_code_unknown]") {
   devtap::set_platforms("cpu,tpu");
   CHECK_THROWS_AS(devtap::get_backend(), devtap::backend_error);

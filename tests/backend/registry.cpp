@@ -366,6 +366,24 @@ TEST_CASE("no backend usable: get_backend() says why", "[registry]") {
   devtap::registry<failing_backend<"only", 1>> r{""};
   CHECK(r.backends().empty());
   CHECK_THROWS_WITH(r.get_backend(), "No backend could be initialized (errors: only: boom: only)");
+  // A backend without devices is no failure, but it is why none is usable: said, and logged at info.
+  log_capture log;
+  devtap::registry<test_backend<"hollow", 5, false, 0>, failing_backend<"only", 1>> two{""};
+  CHECK_THROWS_WITH(two.get_backend(), "No backend could be initialized (errors: hollow: provides no devices; only: boom: only)");
+  CHECK(two.backend_errors().size() == 1);  // (the failures only, as documented)
+  CHECK(log.count(log_level::info, "Backend 'hollow' provides no devices") == 1);
+}
+
+TEST_CASE("the fallback warning needs a backend ranked above cpu that cannot be used", "[registry][warning]") {
+  log_capture log;
+  using below = test_backend<"below", -10>;  // works, but cpu outranks it: cpu is the default anyway
+  devtap::registry<test_backend<"cpu", 0, true>, below> r{""};
+  CHECK(r.default_backend() == "cpu");
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"cpu", "below"});
+  CHECK(log.lines(log_level::warn).empty());
+  devtap::registry<test_backend<"cpu", 0, true>, below, failing_backend<"above", 10>> with_failure{""};
+  CHECK(with_failure.default_backend() == "cpu");
+  CHECK(log.count(log_level::warn, fallback_warning) == 1);
 }
 
 namespace malformed {

@@ -80,9 +80,47 @@ int deletes_at_exit() {
   while (!stuck) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::exit(0);
 }
+
+// With the argument `client_first`: the receiver's device belongs to a function-local static
+// client, made after the exit handler was registered, so destroyed before it runs. The client's
+// destructor closes the receiver first (with a warning), instead of the handler draining freed
+// devices later (ASan saw a heap-use-after-free).
+devtap::cpu_client& static_client() {
+  static devtap::cpu_client client(2);
+  return client;
+}
+
+int client_destroyed_first() {
+  std::atexit([] {  // registered first: runs last
+    const bool warned = sink_lines->find("receiver 'client-first' still drains device 'cpu:1', whose client is being "
+                                         "destroyed: closed first") != std::string::npos;
+    const bool ok = delivered.load() == taps && ended.load() && warned;
+    std::printf("delivered %ld of %ld, end of stream %s, the warning %s\n", delivered.load(), taps,
+                ended.load() ? "seen" : "not seen", warned ? "logged" : "not logged");
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  sink_lines = new std::string;
+  devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+  {  // the first receiver registers the exit handler
+    auto* other = new devtap::cpu_client(1);
+    devtap::receiver first({.devices = {other->local_devices()[0]}, .name = "first"});
+  }
+  devtap::cpu_device& dev = *static_client().cpu_devices()[1];
+  auto* rx = new devtap::receiver({.devices = {&dev}, .name = "client-first"});
+  auto point = rx->attach<long>(count);
+  // Work queued on cpu:0 taps through cpu:1 once cpu:1's own work ran: the client's destructor
+  // must keep every device until no queue holds work (it destroyed cpu:1 first, then ran this).
+  (void)static_client().cpu_devices()[0]->submit([point, &dev] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dev.run([point](devtap::cpu_context& ctx) { for (long i = 0; i < taps; ++i) ctx.tap(point, i); });
+  });
+  return 0;  // no close(): the static client goes first
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "client_first") == 0) return client_destroyed_first();
   if (argc > 1 && std::strcmp(argv[1], "logs") == 0) return logs_at_exit();
   if (argc > 1 && std::strcmp(argv[1], "deletes") == 0) return deletes_at_exit();
   // Registered before the receiver's exit handler, so it runs after it (handlers run in reverse).

@@ -1266,3 +1266,25 @@ TEST_CASE("after a close() timeout, a released reader does not give the consumer
   }
   devtap::set_log_sink({});
 }
+
+TEST_CASE("a client destroyed before its receiver closes it first; the receiver then touches no device") {
+  auto cpus = std::make_unique<devtap::cpu_client>(2);
+  std::atomic<int> got{0};
+  std::atomic<bool> ended{false};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(*cpus), .name = "outlived"});
+  auto point = rx->attach<int>([&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (co_await in.next()) got.fetch_add(1);
+    ended = true;
+  }, devtap::shared);
+  for (auto* dev : cpus->cpu_devices())
+    (void)dev->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); });
+  cpus.reset();  // runs the queued taps, then closes the receiver (a warning), then frees the devices
+  CHECK(got == 2000);
+  CHECK(ended);
+  // Closed: these no longer look at the devices (ASan: barrier() read a freed device).
+  CHECK_NOTHROW(rx->barrier());
+  CHECK_NOTHROW(rx->flush());
+  CHECK(rx->stats().total().records == 2000);
+  CHECK_NOTHROW(rx->close());
+  rx.reset();
+}

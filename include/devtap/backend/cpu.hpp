@@ -11,6 +11,7 @@
 #include <devtap/tap/outfeed.hpp>
 #include <devtap/tap/tap_point.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -134,6 +136,7 @@ public:
   DEVTAP_INLINE_VIRTUAL void after_pending_work(std::function<void()> fn) override;
 
 private:
+  friend class cpu_client;  // its destructor drains every device before any goes
   detail::executor executor_;  // joined (after running what is queued) when the device is destroyed
 };
 
@@ -182,6 +185,7 @@ namespace detail {
 // The device count set in code (0: none), and the count of the first cpu client created from it.
 std::atomic<int>& configured_cpu_devices() noexcept;
 std::atomic<int>& created_cpu_devices() noexcept;
+std::mutex& cpu_device_count_mutex() noexcept;  // held by create() from its read to its publish
 }  // namespace detail
 
 /** The cpu backend policy: always present, lowest priority, required (its failure is fatal). */

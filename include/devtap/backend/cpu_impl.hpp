@@ -29,15 +29,28 @@ DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_
 }
 
 DEVTAP_FUNC cpu_client::~cpu_client() {
+  // Every device lives until none has work left: work queued on one may use another. Each pass
+  // waits for every queue; one in which nothing but its own waits was posted leaves them all empty.
+  const bool from_own_work = std::any_of(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
+  for (std::uint64_t before = 1, after = 0; !from_own_work && after != before;) {
+    before = after = 0;
+    for (auto& d : owned_) before += d->executor_.posted();
+    for (auto& d : owned_) d->executor_.wait_idle();
+    for (auto& d : owned_) after += d->executor_.posted();
+    before += owned_.size();  // (the waits' own tasks)
+  }
+  for (auto& d : owned_) d->close_attached_receiver();  // after the work that taps into it; else it drains freed devices
   while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
 }
 
 DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
+  std::unique_lock lock(detail::cpu_device_count_mutex());  // set_cpu_device_count sees both or neither
   const char* env = std::getenv("DEVTAP_CPU_DEVICES");
   const int configured = detail::configured_cpu_devices().load();
   const int count = (env == nullptr || *env == '\0') && configured != 0 ? configured : detail::cpu_device_count_from(env);
   int none = 0;
   detail::created_cpu_devices().compare_exchange_strong(none, count);
+  lock.unlock();
   return std::make_unique<cpu_client>(count);
 }
 
@@ -61,10 +74,16 @@ DEVTAP_FUNC std::atomic<int>& detail::created_cpu_devices() noexcept {
   return count;
 }
 
+DEVTAP_FUNC std::mutex& detail::cpu_device_count_mutex() noexcept {
+  static std::mutex mutex;
+  return mutex;
+}
+
 DEVTAP_FUNC void set_cpu_device_count(int count) {
   if (count < 1 || count > detail::max_cpu_devices)
     throw std::invalid_argument(detail::format_message("devtap::set_cpu_device_count({}): expected 1 to {}", count,
                                                        detail::max_cpu_devices));
+  std::lock_guard lock(detail::cpu_device_count_mutex());  // the check and the store against create()'s read
   if (const int created = detail::created_cpu_devices().load(); created != 0)
     throw std::logic_error(detail::format_message(
         "devtap::set_cpu_device_count({}) after the cpu backend was created with {} device(s); call it before "

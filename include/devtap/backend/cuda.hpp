@@ -75,6 +75,8 @@ public:
   /** Enumerates the GPUs; throws backend_error with the CUDA error text when the runtime cannot
    * (no driver, no GPU). */
   explicit cuda_client(process_info process = current_process());
+  /** Closes a receiver still open on one of its devices first (with a warning). */
+  ~cuda_client() override;
 
   std::string_view platform() const noexcept override { return detail::cuda_platform; }
   int process_index() const noexcept override { return process_.index; }

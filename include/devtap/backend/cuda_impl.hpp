@@ -28,6 +28,10 @@ DEVTAP_FUNC void cuda_device::after_pending_work(std::function<void()> fn) {
   });
 }
 
+DEVTAP_FUNC cuda_client::~cuda_client() {
+  for (auto& d : owned_) d->close_attached_receiver();  // else it would drain freed devices
+}
+
 DEVTAP_FUNC cuda_client::cuda_client(process_info process) : process_(process) {
   int count = 0;
   detail::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");

@@ -25,7 +25,10 @@ DEVTAP_FUNC default_registry& default_registry_instance() {
     std::lock_guard lock(config.mutex);
     config.created = true;
     const char* env = std::getenv("DEVTAP_PLATFORMS");
-    if ((env == nullptr || *env == '\0') && config.set) return new default_registry(config.platforms);
+    // White space and commas alone name no backend, as empty does: set_platforms() then holds.
+    const bool env_names_none =
+        env == nullptr || std::string_view(env).find_first_not_of(" \t\n\v\f\r,") == std::string_view::npos;
+    if (env_names_none && config.set) return new default_registry(config.platforms);
     return new default_registry();  // reads DEVTAP_PLATFORMS: the environment wins
   }();
   return *instance;

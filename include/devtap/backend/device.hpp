@@ -20,9 +20,14 @@ DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
 struct ring_allocation;
+/** Closes (logged) the open receivers that drain a device whose client is being destroyed; set by
+ *  the first receiver (the receiver layer is above this one). */
+inline std::atomic<void (*)(const device&)> close_receivers_draining{nullptr};
 }  // namespace detail
 
-/** One device of a backend. Owned by its `client`; references stay valid for the program's life. */
+/** One device of a backend. Owned by its `client`: the default registry's live for the program's
+ *  life; a client of one's own must outlive the receivers that drain its devices (one still open
+ *  when the client goes is closed first, with a warning). */
 class device {
 public:
   device(const device&) = delete;
@@ -68,6 +73,12 @@ public:
   bool try_attach(const outfeed* out) noexcept {
     const outfeed* expected = nullptr;
     return attached_.compare_exchange_strong(expected, out, std::memory_order_acq_rel);
+  }
+  /** A client's destructor, before its devices go: closes the receiver still open on this device,
+   *  which would otherwise drain freed memory. */
+  void close_attached_receiver() const noexcept {
+    if (attached_.load(std::memory_order_acquire) == nullptr) return;
+    if (auto* close = detail::close_receivers_draining.load(std::memory_order_acquire)) close(*this);
   }
   /** Detaches `out` if it is the attached one. */
   void detach(const outfeed* out) noexcept {

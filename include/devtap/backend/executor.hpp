@@ -3,6 +3,8 @@
 #include <devtap/config.hpp>
 
 #include <condition_variable>
+#include <cstdint>
+#include <future>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -53,6 +55,14 @@ public:
   /** Queues `task` behind everything posted before it. */
   void post(unique_task task);
 
+  /** Tasks posted so far: a cpu client's destructor drains its devices until none posts more. */
+  std::uint64_t posted() {
+    std::lock_guard lock(mutex_);
+    return posted_;
+  }
+  /** Waits until everything posted before the call has run. Not from the executor's own thread. */
+  void wait_idle();
+
   /** True when called from the executor's own thread. */
   bool on_executor_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
@@ -62,6 +72,7 @@ private:
   std::mutex mutex_;
   std::condition_variable_any ready_;
   std::deque<unique_task> queue_;
+  std::uint64_t posted_ = 0;  // under mutex_
   std::jthread thread_;  // last: starts after, and is joined before, the members it uses
 };
 

@@ -18,8 +18,16 @@ DEVTAP_FUNC void executor::post(unique_task task) {
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(task));
+    ++posted_;
   }
   ready_.notify_one();
+}
+
+DEVTAP_FUNC void executor::wait_idle() {
+  std::promise<void> done;
+  std::future<void> ran = done.get_future();
+  post([&done] { done.set_value(); });
+  ran.wait();
 }
 
 DEVTAP_FUNC void executor::loop(std::stop_token stop) {

@@ -180,7 +180,7 @@ public:
   client& get_backend() {
     auto all = backends();
     if (all.empty())
-      throw backend_error(detail::format_message("No backend could be initialized (errors: {})", errors_text()));
+      throw backend_error(detail::format_message("No backend could be initialized (errors: {})", why_none_text()));
     return *all.front();
   }
 
@@ -209,8 +209,14 @@ public:
     }
     constexpr std::size_t cpu = index_of("cpu");
     if constexpr (cpu != count && count > 1) {  // cpu alone: no GPU backend was compiled in to fall back from
-      // A platforms list is the user's explicit choice, so it never warns.
-      const bool fell_back = !usable_clients.empty() && usable_clients.front() == slots_[cpu].instance.get();
+      // A platforms list is the user's explicit choice, so it never warns. Fallen back: a backend
+      // ranked above cpu was tried and cannot be used (one ranked below it was never the default).
+      bool skipped_above = false;
+      for (std::size_t index : enabled_) {
+        if (index == cpu) break;
+        skipped_above = skipped_above || !slots_[index].instance || slots_[index].instance->device_count() == 0;
+      }
+      const bool fell_back = skipped_above && !usable_clients.empty() && usable_clients.front() == slots_[cpu].instance.get();
       if (fell_back && !restricted_ && !cpu_requested_.load(std::memory_order_relaxed) &&
           !warned_.exchange(true, std::memory_order_relaxed))
         log(log_level::warn, "{}",  // "{}": a zero-argument log() warns under nvcc (#186)
@@ -288,8 +294,11 @@ private:
     if (!config_error_.empty()) throw backend_error(config_error_);
   }
 
-  std::string errors_text() const {
-    const auto errors = backend_errors();
+  std::string why_none_text() const {  // the failures, and the backends without devices
+    auto errors = backend_errors();
+    for (std::size_t i = 0; i < count; ++i)
+      if (slots_[i].done.load(std::memory_order_acquire) && slots_[i].instance && slots_[i].instance->device_count() == 0)
+        errors.emplace(entries_[i].name, "provides no devices");
     if (errors.empty()) return "none";
     return detail::join(errors, [](const auto& kv) { return kv.first + ": " + kv.second; }, "; ");
   }
@@ -341,6 +350,8 @@ private:
       } else if (!s.instance) {
         log(log_level::info, "Unable to initialize backend '{}': {}", name, s.error);
       }
+      if (s.instance && s.instance->device_count() == 0)  // skipped by backends(): say why, as for a failure
+        log(log_level::info, "Backend '{}' provides no devices", name);
     } catch (...) {
     }
     s.done.store(true, std::memory_order_release);

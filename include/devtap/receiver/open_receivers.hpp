@@ -22,7 +22,18 @@ inline open_receiver_list& open_receivers() {
   return *list;
 }
 
-void close_open_receivers_at_exit();
+/** Closes the receivers still open that drain `dev` (every one when null), logging what they throw. */
+void close_open_receivers(const device* dev);
+/** At normal exit: closes every receiver still open (each drained within its close_timeout; its
+ *  consumers see their end of stream). */
+inline void close_open_receivers_at_exit() { close_open_receivers(nullptr); }
+/** When a client is destroyed before the receivers that drain its devices (device.hpp). */
+inline void close_open_receivers_draining(const device& dev) noexcept {
+  try {
+    close_open_receivers(&dev);
+  } catch (...) {  // (the log, or the list's allocation): the device goes anyway
+  }
+}
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE

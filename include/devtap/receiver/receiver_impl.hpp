@@ -113,6 +113,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     auto& list = detail::open_receivers();
     std::lock_guard lock(list.mutex);
     if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
+    detail::close_receivers_draining.store(&detail::close_open_receivers_draining, std::memory_order_release);
     list.open.push_back(this);
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
@@ -146,11 +147,13 @@ DEVTAP_FUNC std::vector<device*> receiver::devices() const {
 
 DEVTAP_FUNC void receiver::flush() {
   refuse_inside("flush()", false);
+  if (closed_.load(std::memory_order_acquire)) return;  // nothing more will be consumed
   flush_until(detail::deadline_after(state_->options.close_timeout), "flush()");
 }
 
 DEVTAP_FUNC void receiver::barrier() {
-  refuse_inside("barrier()", true);
+  refuse_inside("barrier()", !closed_.load(std::memory_order_acquire));  // (once closed, its devices may be gone)
+  if (closed_.load(std::memory_order_acquire)) return;                   // its streams ended
   const auto deadline = detail::deadline_after(state_->options.close_timeout);
   const std::vector<std::string> busy = detail::wait_for_pending_work(state_->streams, deadline);
   if (!busy.empty())
@@ -367,26 +370,27 @@ DEVTAP_FUNC detail::device_stream& receiver::stream_of(const device& dev) const 
   throw std::invalid_argument("devtap: device '" + dev.name() + "' is not drained by receiver '" + state_->name + "'");
 }
 
-/** At normal exit: closes every receiver still open (drained within its close_timeout; consumers see
- *  their end of stream) and logs what could not be delivered. */
-DEVTAP_FUNC void detail::close_open_receivers_at_exit() {
-  // One at a time, taken off the list under its lock: a consumer that one close() calls may destroy
-  // another receiver (which leaves the list), or this one (its name is read first).
+/** Closes the receivers still open that drain `dev` (all of them when null), logging what close()
+ *  throws. One at a time, each taken off the list under its lock: a consumer that one close() calls
+ *  may destroy another receiver (which leaves the list), or this one (its name is read first). */
+DEVTAP_FUNC void detail::close_open_receivers(const device* dev) {
   for (auto& list = open_receivers();;) {
-    receiver* rx = nullptr;
-    {
-      std::lock_guard lock(list.mutex);
-      if (list.open.empty()) return;
-      rx = list.open.front();
-      list.open.erase(list.open.begin());
-    }
+    std::unique_lock lock(list.mutex);
+    const auto it = std::ranges::find_if(list.open, [dev](auto* r) { return !dev || std::ranges::count(r->devices(), dev); });
+    if (it == list.open.end()) return;
+    receiver* const rx = *it;
+    list.open.erase(it);
+    lock.unlock();
     const std::string name = rx->name();
+    const std::string when = dev == nullptr ? "at exit" : "as the client of device '" + dev->name() + "' is destroyed";
+    if (dev != nullptr)  // (a receiver must be closed before the devices it drains go)
+      log(log_level::warn, "receiver '{}' still drains device '{}', whose client is being destroyed: closed first", name, dev->name());
     try {
       rx->close();
     } catch (const std::exception& e) {
-      log(log_level::error, "receiver '{}' closed at exit: {}", name, e.what());
+      log(log_level::error, "receiver '{}' closed {}: {}", name, when, e.what());
     } catch (...) {
-      log(log_level::error, "receiver '{}' closed at exit with an unknown error", name);
+      log(log_level::error, "receiver '{}' closed {} with an unknown error", name, when);
     }
   }
 }
