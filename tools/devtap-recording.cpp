@@ -111,7 +111,7 @@ int trace(recording_reader& file, const std::string& out_path) {
     trace.record(r, point, nullptr);
   });
   for (std::size_t d = 0; d < file.devices().size(); ++d) trace.end(d, 0, 0);
-  if (const std::string error = trace.close(); !error.empty()) {
+  if (const std::string error = trace.close(std::chrono::steady_clock::time_point::max()); !error.empty()) {
     fmt::print(stderr, "devtap-recording: {}\n", error);
     return 1;
   }

@@ -56,8 +56,8 @@ struct replay_stats {
 class replay {
 public:
   /** Opens and checks the recording; throws std::runtime_error naming the file and what is wrong. */
-  explicit replay(std::string path) : file_(std::make_unique<detail::recording_reader>(std::move(path))) {
-    for (const auto& d : file_->devices()) devices_.push_back(std::make_unique<detail::recorded_device_view>(d));
+  explicit replay(std::string path) : file_(std::make_shared<detail::recording_reader>(std::move(path))) {
+    for (const auto& d : file_->devices()) devices_.push_back(std::make_shared<detail::recorded_device_view>(d));
   }
 
   /** Attaches a consumer of T to the recorded points named `point` (the name given to
@@ -127,8 +127,9 @@ private:
 
   std::vector<std::uint32_t> find(std::string_view name, std::uint64_t fingerprint) const;
 
-  std::unique_ptr<detail::recording_reader> file_;
-  std::vector<std::unique_ptr<detail::recorded_device_view>> devices_;
+  // Shared with run(), which keeps them: a consumer may destroy the replay, as a receiver's may.
+  std::shared_ptr<detail::recording_reader> file_;
+  std::vector<std::shared_ptr<detail::recorded_device_view>> devices_;
   std::vector<attached> consumers_;
   bool ran_ = false;
 };

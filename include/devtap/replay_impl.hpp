@@ -44,13 +44,17 @@ DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::
 DEVTAP_FUNC replay_stats replay::run() {
   if (std::exchange(ran_, true))
     throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (a replay runs once)");
+  // What run() uses, its own: a consumer may destroy the replay (as a receiver's may its receiver).
+  const std::shared_ptr<detail::recording_reader> file = file_;
+  const std::vector<std::shared_ptr<detail::recorded_device_view>> devices = devices_;
+  std::vector<attached> consumers = consumers_;
   replay_stats stats;
   std::vector<consumer_failure> failures;
   // As a receiver keeps them: 16 per consumer and device, the others counted (a consumer that
   // throws on every record of a long recording must not fill memory with exceptions).
   std::map<std::pair<std::string, std::string>, std::uint64_t> thrown;
   auto keep_failure = [&](std::size_t device, const std::string& consumer) {  // inside a catch
-    if (++thrown[{devices_[device]->name(), consumer}] > detail::receiver_state::kept_failures_per_source) return;
+    if (++thrown[{devices[device]->name(), consumer}] > detail::receiver_state::kept_failures_per_source) return;
     std::string message = "unknown exception";
     try {
       throw;
@@ -58,13 +62,13 @@ DEVTAP_FUNC replay_stats replay::run() {
       message = e.what();
     } catch (...) {
     }
-    failures.push_back({devices_[device]->name(), consumer, std::move(message), std::current_exception()});
+    failures.push_back({devices[device]->name(), consumer, std::move(message), std::current_exception()});
   };
   auto hand_over = [&](attached& a, std::size_t device, const detail::record_stamp& stamp, const std::byte* payload,
                        std::size_t bytes, std::uint64_t fingerprint) {
     if (fingerprint != a.entry->fingerprint) return;  // as live: a record of another type is skipped
     try {
-      const detail::delivery result = a.entry->deliver(device, *devices_[device], stamp, payload, bytes);
+      const detail::delivery result = a.entry->deliver(device, *devices[device], stamp, payload, bytes);
       if (result == detail::delivery::delivered) ++stats.delivered;
       if (result == detail::delivery::mismatch) ++stats.undecodable;
     } catch (...) {
@@ -80,7 +84,11 @@ DEVTAP_FUNC replay_stats replay::run() {
     std::size_t bytes;
   };
   std::vector<held> waiting;
-  file_->for_each([&](const detail::recorded_entry& e) {
+  // id -> its consumers: one look-up per record (a hostile file may define a million points of one name).
+  std::map<std::uint32_t, std::vector<std::size_t>> consumers_of;
+  for (std::size_t i = 0; i < consumers.size(); ++i)
+    for (const std::uint32_t id : consumers[i].ids) consumers_of[id].push_back(i);  // (a consumer's ids differ)
+  file->for_each([&](const detail::recorded_entry& e) {
     if (e.is_line) return;
     if (e.is_marker) {
       ++stats.markers;
@@ -88,9 +96,10 @@ DEVTAP_FUNC replay_stats replay::run() {
       return;
     }
     ++stats.records;
-    for (std::size_t i = 0; i < consumers_.size(); ++i) {
-      attached& a = consumers_[i];
-      if (std::find(a.ids.begin(), a.ids.end(), e.id) == a.ids.end()) continue;
+    const auto found = consumers_of.find(e.id);
+    if (found == consumers_of.end()) return;
+    for (const std::size_t i : found->second) {
+      attached& a = consumers[i];
       if (!a.merged) {
         hand_over(a, e.device, e.stamp, e.payload, e.bytes, e.fingerprint);
         continue;
@@ -103,14 +112,14 @@ DEVTAP_FUNC replay_stats replay::run() {
   std::stable_sort(waiting.begin(), waiting.end(), [](const held& a, const held& b) {
     return std::tie(a.stamp.time_ns, a.device, a.stamp.sequence) < std::tie(b.stamp.time_ns, b.device, b.stamp.sequence);
   });
-  stats.cut_short_at = file_->cut_short_at();
+  stats.cut_short_at = file->cut_short_at();
   for (const held& h : waiting)
-    hand_over(consumers_[h.consumer], h.device, h.stamp, reinterpret_cast<const std::byte*>(h.payload.data()), h.bytes,
+    hand_over(consumers[h.consumer], h.device, h.stamp, reinterpret_cast<const std::byte*>(h.payload.data()), h.bytes,
               h.fingerprint);
-  for (attached& a : consumers_)  // every stream ends: coroutines see the end, as live
-    for (std::size_t d = 0; d < devices_.size(); ++d) {
+  for (attached& a : consumers)  // every stream ends: coroutines see the end, as live
+    for (std::size_t d = 0; d < devices.size(); ++d) {
       try {
-        a.entry->finish(d, *devices_[d]);
+        a.entry->finish(d, *devices[d]);
       } catch (...) {
         keep_failure(d, a.entry->name);
       }
@@ -122,7 +131,7 @@ DEVTAP_FUNC replay_stats replay::run() {
                               " more exception(s), not kept (" + std::to_string(n) + " in all)",
                           {}});
   if (!failures.empty()) {
-    std::string what = "devtap: replay '" + file_->path() + "': " + std::to_string(failures.size()) + " consumer failure(s):";
+    std::string what = "devtap: replay '" + file->path() + "': " + std::to_string(failures.size()) + " consumer failure(s):";
     for (const auto& f : failures) what += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
     throw tap_error(what, std::move(failures));
   }

@@ -538,8 +538,9 @@ TEST_CASE("close() with a device whose work never finishes returns within the ti
       // a reader that slow under load is described as still running).
       const std::string head = "devtap: receiver 'stuck': close() timed out after 300 ms; devices that did not finish: cpu:1 ";
       CHECK_THAT(e.what(), Catch::Equals(head + "(0 records not delivered)") ||
-                               Catch::Equals(head + "(its reader has not stopped yet, a consumer call may still be "
-                                                    "running; what its ring holds is counted in stats().lost_at_close)"));
+                               Catch::Equals(head + "(its reader has not stopped yet: a consumer call, or a write to "
+                                                    "the trace or record file, may still be running; what its ring holds "
+                                                    "is counted in stats().lost_at_close)"));
     }
     CHECK(std::chrono::steady_clock::now() - start < 5s);  // bounded, not hung: the device never finishes
   }
@@ -559,8 +560,9 @@ TEST_CASE("after a close() timeout with a full ring, the cpu device runs later w
     });
     // The consumer is blocked on the latch: its reader cannot have exited.
     CHECK_THROWS_WITH(rx.close(), Catch::Equals("devtap: receiver 'receiver': close() timed out after 100 ms; devices that "
-                                                "did not finish: cpu:0 (its reader has not stopped yet, a consumer call may "
-                                                "still be running; what its ring holds is counted in stats().lost_at_close)"));
+                                                "did not finish: cpu:0 (its reader has not stopped yet: a consumer call, or a "
+                                                "write to the trace or record file, may still be running; what its ring "
+                                                "holds is counted in stats().lost_at_close)"));
     CHECK_THROWS_WITH(work.get(),
                       Catch::Equals("devtap: tap on device 'cpu:0' after its receiver closed (the record was not written)"));
   }
@@ -855,8 +857,8 @@ TEST_CASE("after a close() timeout no consumer is called again, and what the rin
     // stops later: it counts what is left when it does. Either way nothing is delivered after close().
     const std::string prefix = "devtap: receiver 'busy': close() timed out after 100 ms; devices that did not finish: cpu:0 ";
     const bool reader_was_late =
-        message == prefix + "(its reader has not stopped yet, a consumer call may still be running; what its ring "
-                            "holds is counted in stats().lost_at_close)";
+        message == prefix + "(its reader has not stopped yet: a consumer call, or a write to the trace or record file, "
+                            "may still be running; what its ring holds is counted in stats().lost_at_close)";
     if (reader_was_late) devtap_test::eventually([&] { return rx.stats().total().lost_at_close > 0; }, 10s);
     CHECK(calls->load() <= at_close + (reader_was_late ? 1 : 0));  // at most the call that was running
     const int after_close = calls->load();

@@ -39,6 +39,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1325,4 +1326,217 @@ TEST_CASE("replay: a damaged bool (neither 0 nor 1) is counted undecodable, neve
   CHECK(stats.delivered == 5);
   CHECK(stats.undecodable == 0);
   CHECK(ons == 2 + 2);
+}
+
+TEST_CASE("flush(): the trace file and the recording hold every record consumed before it, while the receiver runs") {
+  temp_file trace("flush-trace"), record("flush-record");
+  devtap::cpu_client cpus(3);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .trace_file = trace.path, .record_file = record.path});
+  std::atomic<int> consumed{0};
+  auto point = rx.attach<int>([&](const int&) { consumed.fetch_add(1); }, "n");
+  // Events of point "n" in the trace written so far (a running trace lacks only its closing "]}").
+  const auto trace_events = [&] {
+    const auto json = nlohmann::json::parse(read_all(trace.path) + "\n]}\n");
+    std::size_t n = 0;
+    for (const auto& e : json.at("traceEvents")) n += e.value("name", "") == "n" ? 1 : 0;
+    return n;
+  };
+  const auto replayed = [&] {
+    devtap::replay rp(record.path);
+    std::map<std::string, int> per_device;
+    rp.attach<int>("n", [&](const int&, const devtap::tap_info& info) { ++per_device[info.device.name()]; });
+    const auto st = rp.run();
+    CHECK(st.cut_short_at != 0);  // the writer has not closed it
+    return per_device;
+  };
+  // Far below what fills a device's buffer (64 KiB of trace, 256 KiB of recording): without flush()
+  // writing it, nothing of these would be in the files until close().
+  for (const int each : {1, 5, 40}) {
+    for (auto* dev : cpus.cpu_devices())
+      dev->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < each; ++i) ctx.tap(point, i); });
+    rx.flush();
+    const int total = consumed.load();
+    CHECK(trace_events() == static_cast<std::size_t>(total));
+    const auto per_device = replayed();
+    REQUIRE(per_device.size() == 3);
+    for (const auto& [name, n] : per_device) CHECK(n * 3 == total);
+  }
+  // Flushes racing taps and each other: every one returns, and the files end whole at close().
+  std::atomic<bool> stop{false};
+  std::thread flusher([&] { while (!stop.load()) rx.flush(); });
+  for (int round = 0; round < 50; ++round) {
+    for (auto* dev : cpus.cpu_devices()) dev->run([&](devtap::cpu_context& ctx) { ctx.tap(point, round); });
+    rx.flush();
+  }
+  stop = true;
+  flusher.join();
+  rx.close();
+  std::size_t closed_events = 0;
+  const nlohmann::json closed = parse_trace(trace.path);
+  for (const auto& e : closed.at("traceEvents")) closed_events += e.value("name", "") == "n" ? 1 : 0;
+  CHECK(closed_events == static_cast<std::size_t>(consumed.load()));
+  CHECK(consumed.load() == 3 * (1 + 5 + 40 + 50));
+}
+
+namespace {
+// The offsets of a recording's chunks (type, offset of its header), from its layout (timeline.md).
+std::vector<std::pair<std::uint32_t, std::size_t>> chunks_of(const std::string& bytes) {
+  std::uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, bytes.data() + 24, 8);
+  std::vector<std::pair<std::uint32_t, std::size_t>> out;
+  for (std::size_t at = 32 + header_bytes; at + 16 <= bytes.size();) {
+    std::uint32_t type = 0;
+    std::uint64_t body = 0;
+    std::memcpy(&type, bytes.data() + at, 4);
+    std::memcpy(&body, bytes.data() + at + 8, 8);
+    out.emplace_back(type, at);
+    at += 16 + body;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("replay: damage inside a records chunk, or bytes after the end, is refused at open, before any record") {
+  temp_file file("entry-damage"), damaged("entry-damage-copy");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "n");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 100000; ++i) ctx.tap(point, i); });
+    rx.close();
+  }
+  const std::string bytes = read_all(file.path);
+  const auto chunks = chunks_of(bytes);
+  std::size_t last_records = 0, records_chunks = 0;
+  for (const auto& [type, at] : chunks)
+    if (type == 3) last_records = at, ++records_chunks;
+  REQUIRE(records_chunks >= 2);  // records before the damaged chunk: they were delivered before run() threw
+  REQUIRE(chunks.back().first == 4);
+  const auto refused = [&](const std::string& what, const std::string& why) {
+    INFO("a file of " << what.size() << " bytes, the recording's " << bytes.size());
+    write_all(damaged.path, what);
+    int delivered = 0;
+    try {
+      devtap::replay rp(damaged.path);
+      rp.attach<int>("n", [&](const int&) { ++delivered; });
+      (void)rp.run();
+      FAIL("not refused");
+    } catch (const std::runtime_error& e) {
+      CHECK_THAT(e.what(), Catch::Contains(why));
+    }
+    CHECK(delivered == 0);
+  };
+  SECTION("an entry's size running past its chunk") {
+    std::string bad = bytes;
+    const std::uint32_t huge = 0x7ffffff0;
+    std::memcpy(bad.data() + last_records + 16 + 4, &huge, 4);  // the first entry's size field
+    refused(bad, "truncated entry");
+  }
+  SECTION("a record of a point no definition names") {
+    std::string bad = bytes;
+    const std::uint32_t id = 4242;  // (the word's low half: the id, without the fingerprint flag in the size)
+    std::memcpy(bad.data() + last_records + 16, &id, 4);
+    refused(bad, "which no definition names");
+  }
+  SECTION("bytes after the end chunk: part of a chunk, or a whole one") {
+    refused(bytes + std::string(8, '\0'), "bytes after the recording's end chunk");
+    refused(bytes + std::string(24, '\0'), "after the recording's end chunk");  // (a whole empty chunk, then 8 bytes)
+    refused(bytes + bytes.substr(bytes.size() - 16), "a chunk after the recording's end chunk");
+  }
+}
+
+TEST_CASE("replay: a consumer may destroy the replay during run(); run() finishes with what it holds") {
+  temp_file file("destroyed");
+  devtap::cpu_client cpus(2);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "n");
+    for (auto* dev : cpus.cpu_devices()) dev->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); });
+    rx.close();
+  }
+  auto rp = std::make_unique<devtap::replay>(file.path);
+  int delivered = 0, ends = 0;
+  rp->attach<int>("n", [&](const int& v) {
+    ++delivered;
+    if (v == 10) rp.reset();  // (ASan: a heap-use-after-free in run() before)
+  });
+  rp->attach<int>("n", [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    while (co_await in.next()) {
+    }
+    ++ends;
+  });
+  const auto st = rp->run();
+  CHECK(rp == nullptr);
+  CHECK(delivered == 2000);
+  CHECK(ends == 2);
+  CHECK(st.delivered == 4000);
+}
+
+TEST_CASE("record_file: a pipe nobody reads does not hold close() past its deadline") {
+  temp_file fifo("fifo");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);  // there, but it reads nothing yet
+  REQUIRE(reader >= 0);
+  devtap::cpu_client cpus(1);
+  auto rx = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms, .record_file = fifo.path});
+  auto point = rx->attach<int>([](const int&) {}, "n");
+  // Far more than the pipe holds (64 KiB): the reader blocks in a write, holding the file, and the
+  // producers then block for space.
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    try {
+      for (int i = 0; i < 1000000; ++i) ctx.tap(point, i);
+    } catch (const devtap::outfeed_error&) {  // close() gave up on the device
+    }
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    rx->close();
+    FAIL("close() did not report the stuck file");
+  } catch (const devtap::timeout_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("did not finish by close()'s deadline (a pipe nobody reads?)"));
+    CHECK_THAT(e.what(), Catch::Contains("a write to the trace or record file"));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 5s);  // (close_timeout + the grace: not for ever)
+  rx.reset();
+  // Reading the pipe frees the stuck reader; the file is closed when the receiver's last part goes:
+  // the pipe then reads its end.
+  char buffer[1 << 16];
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  ssize_t got = 1;
+  while (got != 0 && std::chrono::steady_clock::now() < until)
+    if ((got = ::read(reader, buffer, sizeof buffer)) < 0) std::this_thread::sleep_for(1ms);  // (empty, not ended)
+  CHECK(got == 0);
+  ::close(reader);
+  work.get();
+}
+
+TEST_CASE("record_file: close() after a timeout waits for a short write of another thread, and completes a regular file") {
+  temp_file file("short-holder");
+  devtap::cpu_client cpus(1);
+  std::latch release(1);
+  auto rx = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = all(cpus), .close_timeout = 100ms, .record_file = file.path});
+  auto point = rx->attach<int>([&](const int&) { release.wait(); }, "n");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+  // Another thread writes to the recording all along (a scope name is a chunk of its own): close()
+  // used to find the file held at the one instant it looked, and left it without its end.
+  std::atomic<bool> stop{false};
+  std::thread namer([&] {
+    for (std::uint32_t id = 1; !stop.load(); ++id) rx->name_scope(id, "scope");
+  });
+  try {
+    rx->close();
+    FAIL("close() did not time out");
+  } catch (const devtap::timeout_error& e) {
+    CHECK_THAT(e.what(), !Catch::Contains("did not finish by close()'s deadline"));
+  }
+  stop = true;
+  namer.join();
+  release.count_down();
+  rx.reset();
+  devtap::replay rp(file.path);
+  rp.attach<int>("n", [](const int&) {});
+  CHECK(rp.run().cut_short_at == 0);  // whole: its end chunk is there
 }

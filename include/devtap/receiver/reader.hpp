@@ -55,6 +55,9 @@ struct device_stream {
       ignored{0};
   std::atomic<std::uint64_t> consumed{0};  // reader position after released records: flush() waits on it
   std::atomic<bool> device_done{false};    // producers that cannot write an end marker (CUDA) are done
+  // flush() asks the reader to write the file sinks' part of this device (a number per request);
+  // the reader answers with the number it saw, the next time it finds the ring empty.
+  std::atomic<std::uint64_t> sinks_write_asked{0}, sinks_written{0};
   // Set by close() when it gives up on this device: the reader calls no consumer again; it counts
   // what is left in the ring (lost_at_close) and sets `reader_exited`.
   std::atomic<bool> abandoned{false};
@@ -213,9 +216,14 @@ private:
 
   void publish_progress() {  // an idle reader calls this on every poll: it writes only news
     publish_counts();
-    if (reader_.position() == published_position_) return;
-    published_position_ = reader_.position();
-    stream_.consumed.store(published_position_, std::memory_order_release);
+    if (reader_.position() != published_position_) {
+      published_position_ = reader_.position();
+      stream_.consumed.store(published_position_, std::memory_order_release);
+    }
+    const std::uint64_t asked = stream_.sinks_write_asked.load(std::memory_order_acquire);  // flush()'s, below
+    if (asked == stream_.sinks_written.load(std::memory_order_relaxed)) return;
+    for (auto& sink : state_.sinks) sink->write_out(stream_.index);
+    stream_.sinks_written.store(asked, std::memory_order_release);  // pairs with write_sinks_out's acquire
   }
 
   receiver_state& state_;

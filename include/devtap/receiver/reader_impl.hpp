@@ -110,7 +110,8 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     } else if (!can_sleep) {  // CUDA producers cannot wake us: poll, at most every 250 µs
       std::this_thread::sleep_for(std::chrono::microseconds(waited < std::chrono::milliseconds(2) ? 20 : 250));
     } else if (reader_sleep(stream_.ring->host, reader_.position(), [&] {
-                 return stop.stop_requested() || stream_.device_done.load(std::memory_order_seq_cst);
+                 return stop.stop_requested() || stream_.device_done.load(std::memory_order_seq_cst) ||
+                        stream_.sinks_write_asked.load(std::memory_order_seq_cst) != stream_.sinks_written.load(std::memory_order_relaxed);
                })) {
       std::this_thread::yield();  // claimed, not yet committed: it will be soon
     }

@@ -106,8 +106,9 @@ public:
   /** The devices this receiver drains, in the order of receiver_options::devices. */
   std::vector<device*> devices() const;
 
-  /** Returns once everything committed before the call has been consumed. Launches no device work.
-   *  Throws timeout_error after close_timeout, naming the devices still behind. */
+  /** Returns once everything committed before the call has been consumed, and written to the trace
+   *  file and the recording if the receiver has them. Launches no device work. Throws timeout_error
+   *  after close_timeout, naming the devices still behind. */
   void flush();
 
   /** Returns once the work submitted to every device before the call has finished and every record

@@ -239,7 +239,7 @@ DEVTAP_FUNC void receiver::close() {
     const detail::thread_mark mark(detail::receiver_read_here, state.id);
     for (auto& entry : entries) entry->close_held();
   }
-  std::vector<consumer_failure> file_failures = detail::close_sinks(state);
+  std::vector<consumer_failure> file_failures = detail::close_sinks(state, !stuck.empty());
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
       stream->ring->release_memory();
@@ -250,8 +250,8 @@ DEVTAP_FUNC void receiver::close() {
           stream->device_name +
           (stream->reader_exited.load(std::memory_order_acquire)
                ? " (" + std::to_string(stream->lost_at_close.load(std::memory_order_relaxed)) + " records not delivered)"
-               : " (its reader has not stopped yet, a consumer call may still be running; what its ring holds is counted "
-                 "in stats().lost_at_close)"));
+               : " (its reader has not stopped yet: a consumer call, or a write to the trace or record file, may still be "
+                 "running; what its ring holds is counted in stats().lost_at_close)"));
   std::vector<consumer_failure> failures = detail::collect_failures(state, std::move(file_failures));
   std::string errors;
   for (const auto& f : failures) errors += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
@@ -349,6 +349,7 @@ DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point dea
       if (!targets[i]) behind.push_back(stream.device_name + " (its position could not be read in time)");
       else if (static_cast<std::int64_t>(done - *targets[i]) < 0) behind.push_back(stream.device_name);
     }
+    if (behind.empty()) behind = detail::write_sinks_out(*state_, deadline);  // then the files are written
     if (behind.empty()) return;
     if (std::chrono::steady_clock::now() > deadline)
       throw timeout_error("devtap: receiver '" + state_->name + "': " + call + " timed out; devices behind: " +

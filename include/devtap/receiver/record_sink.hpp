@@ -5,6 +5,7 @@
 #include <devtap/tap/tap_info.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -89,8 +90,13 @@ public:
   virtual void name_scope(std::uint32_t id, std::string_view name) = 0;
   /** The device's stream ended; `dropped`: its taps not written, in all. */
   virtual void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) = 0;
-  /** Writes what is buffered and closes the file; the first write error, as a message (empty: none). */
-  virtual std::string close() = 0;
+  /** The device's reader, when flush() asks: writes what the device's buffer holds to the file and
+   *  hands the file's buffer to the system. */
+  virtual void write_out(std::size_t device) = 0;
+  /** Writes what is buffered and closes the file; the first write error, as a message (empty: none).
+   *  A reader's write that still holds the file at `give_up_at` (a pipe nobody reads) leaves the
+   *  file as it is, without its end, closed when the sink goes; the message says so. */
+  virtual std::string close(std::chrono::steady_clock::time_point give_up_at) = 0;
 };
 
 /** One device's buffer in a sink. Its reader appends to `own` without a lock (a lock per record
@@ -225,7 +231,7 @@ protected:
 
   /** file_mutex_ held. After the first error, writes nothing more. */
   void write_locked(const void* data, std::size_t bytes) {
-    if (file_ == nullptr || closed_ || !error_.empty() || bytes == 0) return;
+    if (file_ == nullptr || closed_ || left_.load(std::memory_order_relaxed) || !error_.empty() || bytes == 0) return;
     if (!started_) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
     if (std::fwrite(data, 1, bytes, file_) != bytes)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
@@ -233,7 +239,8 @@ protected:
 
   /** file_mutex_ held: hands what stdio buffers to the system (a crash of the process keeps it). */
   void flush_locked() {
-    if (file_ != nullptr && started_ && !closed_ && error_.empty() && std::fflush(file_) != 0)
+    if (file_ != nullptr && started_ && !closed_ && !left_.load(std::memory_order_relaxed) && error_.empty() &&
+        std::fflush(file_) != 0)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
   }
 
@@ -250,6 +257,19 @@ protected:
     return out;
   }
 
+  /** close()'s lock on the file, taken by `give_up_at`; false when a reader's write still holds it
+   *  (the file is then left, `left_message()` says why). After that, true with nothing to write. */
+  bool lock_for_close(std::unique_lock<std::timed_mutex>& lock, std::chrono::steady_clock::time_point give_up_at) {
+    if (give_up_at == std::chrono::steady_clock::time_point::max()) lock = std::unique_lock(file_mutex_);
+    else lock = std::unique_lock(file_mutex_, give_up_at);
+    if (!lock.owns_lock()) left_.store(true, std::memory_order_relaxed);
+    return lock.owns_lock() && !left_.load(std::memory_order_relaxed);
+  }
+  std::string left_message() const {
+    return "writing " + what_ + " '" + path_ + "' did not finish by close()'s deadline (a pipe nobody reads?): the "
+           "file is left without its end";
+  }
+
   /** close()'s last step, file_mutex_ held: closes the file (once); the first error, as a message. */
   std::string close_locked() {
     if (!started_) discard_file();  // the receiver never opened: nothing to complete
@@ -260,7 +280,8 @@ protected:
     return error_;
   }
   std::vector<std::unique_ptr<track>> tracks_;
-  std::mutex file_mutex_;
+  std::timed_mutex file_mutex_;  // timed: close() does not wait for ever on a write into a pipe nobody reads
+  std::atomic<bool> left_{false};  // close() gave up on the file: it is closed as it is when the sink goes
 
 private:
   std::FILE* file_ = nullptr;  // locked; emptied and written only from start_file() on

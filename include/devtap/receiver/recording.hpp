@@ -81,7 +81,8 @@ public:
   DEVTAP_INLINE_VIRTUAL void define(const point_description& point) override;
   DEVTAP_INLINE_VIRTUAL void name_scope(std::uint32_t id, std::string_view name) override;
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
-  DEVTAP_INLINE_VIRTUAL std::string close() override;
+  DEVTAP_INLINE_VIRTUAL void write_out(std::size_t device) override;
+  DEVTAP_INLINE_VIRTUAL std::string close(std::chrono::steady_clock::time_point give_up_at) override;
   void start() override { start_file(); }
 
 private:
@@ -146,6 +147,7 @@ private:
   void open_file();  // the header and the definitions
   void rewind_entries();
   bool next_entry(recorded_entry& e);
+  void read_entry(recorded_entry& e);  // the next entry of the chunk in body_ (damage: fail)
   bool next_chunk(chunk_header& h);  // reads a chunk's header and body into body_; false at the end
   [[noreturn]] void fail(const std::string& what) const;
 

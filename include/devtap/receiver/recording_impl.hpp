@@ -72,7 +72,7 @@ DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::str
   write_chunk(chunk_type::point, 0, body.data(), body.size() * 8);
 }
 
-DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(); }
+DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(std::chrono::steady_clock::time_point::max()); }
 
 DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes) {
   const chunk_header h{type, device, bytes};
@@ -180,19 +180,25 @@ DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns
   t->ended.store(true, std::memory_order_release);  // what comes later (other threads' markers) is close()'s
 }
 
-DEVTAP_FUNC std::string recording_writer::close() {
+DEVTAP_FUNC void recording_writer::write_out(std::size_t device) {
+  if (track* t = reader_track(device); t != nullptr && !t->own.empty()) flush(*t, device);  // (flush hands it over)
+}
+
+DEVTAP_FUNC std::string recording_writer::close(std::chrono::steady_clock::time_point give_up_at) {
   // Each track's entries, then the file (a reader writes to the file from its own entries: never the other way round).
   std::vector<std::vector<std::uint64_t>> rest = take_all_tracks([](std::vector<std::uint64_t>& words, std::size_t) {
     marker_entry(words, stamp_now_ns(), static_cast<std::uint32_t>(marker_kind::lost), 0,
-                 "the device's reader was stuck in a consumer when the recording was closed: the records it had "
+                 "the device's reader was stuck in a consumer or a write when the recording was closed: the records it had "
                  "not yet written (up to 256 KiB) are missing");
   });
-  std::lock_guard lock(file_mutex_);
-  for (std::size_t device = 0; device < rest.size(); ++device)
-    if (!rest[device].empty())
-      write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), rest[device].data(), rest[device].size() * 8);
-  write_chunk(chunk_type::end, 0, nullptr, 0);  // a whole recording: a reader tells it from one cut between chunks
-  return close_locked();
+  std::unique_lock<std::timed_mutex> lock;
+  if (lock_for_close(lock, give_up_at)) {
+    for (std::size_t device = 0; device < rest.size(); ++device)
+      if (!rest[device].empty())
+        write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), rest[device].data(), rest[device].size() * 8);
+    write_chunk(chunk_type::end, 0, nullptr, 0);  // a whole recording: a reader tells it from one cut between chunks
+  }
+  return lock.owns_lock() ? close_locked() : left_message();
 }
 
 }  // namespace detail

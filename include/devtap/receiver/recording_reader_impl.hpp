@@ -126,8 +126,9 @@ DEVTAP_FUNC void recording_reader::open_file() {
   chunk_header h;
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_at_ = body_bytes_ = 0;
+  read_.assign(devices_.size(), 0);
   bool ended = false;
-  // Every chunk is read whole here: a damaged type or length is found before any record is delivered.
+  // Every chunk is read whole here, and every entry of it: damage is found before any record is delivered.
   while (next_chunk(h)) {
     word_reader b{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_};
     if (ended) fail("a chunk after the recording's end chunk");
@@ -153,10 +154,14 @@ DEVTAP_FUNC void recording_reader::open_file() {
     } else if (h.type == chunk_type::end && version_ >= 2) {
       if (body_bytes_ != 0) fail("damaged end chunk");
       ended = true;
-    } else if (h.type != chunk_type::records) {
+    } else if (h.type == chunk_type::records) {
+      for (recorded_entry e; body_at_ < body_bytes_;) read_entry(e);  // (its points are defined before it)
+    } else {
       fail("unknown chunk type " + std::to_string(static_cast<std::uint32_t>(h.type)));
     }
   }
+  // Part of a chunk after the end chunk is damage too, not a writer that stopped.
+  if (ended && cut_at_ != 0) fail("bytes after the recording's end chunk");
   // Whole chunks and no end: the writer stopped between two chunks (version 1 has no end chunk).
   if (version_ >= 2 && !ended && cut_at_ == 0) cut_at_ = file_bytes_;
   body_bytes_ = body_at_ = 0;
@@ -212,6 +217,11 @@ DEVTAP_FUNC bool recording_reader::next_entry(recorded_entry& e) {
       if (!next_chunk(h)) return false;
     } while (h.type != chunk_type::records);
   }
+  read_entry(e);
+  return true;
+}
+
+DEVTAP_FUNC void recording_reader::read_entry(recorded_entry& e) {
   word_reader r{reinterpret_cast<const std::byte*>(body_.data()), body_bytes_, body_at_};
   const auto word = r.get<std::uint32_t>();
   const auto bytes = r.get<std::uint32_t>();
@@ -246,7 +256,6 @@ DEVTAP_FUNC bool recording_reader::next_entry(recorded_entry& e) {
   r.align();
   if (!r.ok) fail("truncated entry");
   body_at_ = r.at;
-  return true;
 }
 
 }  // namespace detail

@@ -49,14 +49,35 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   }
 }
 
-DEVTAP_FUNC std::vector<consumer_failure> close_sinks(receiver_state& state) {
+DEVTAP_FUNC std::vector<consumer_failure> close_sinks(receiver_state& state, bool readers_given_up) {
+  const auto give_up_at = readers_given_up ? std::chrono::steady_clock::now() + close_grace / 2
+                                           : std::chrono::steady_clock::time_point::max();
   std::vector<consumer_failure> failures;
   for (auto& sink : state.sinks)
-    if (std::string error = sink->close(); !error.empty()) {
+    if (std::string error = sink->close(give_up_at); !error.empty()) {
       log(log_level::error, "receiver '{}': {}", state.name, error);
       failures.push_back({"(all devices)", "receiver_options", std::move(error), {}});
     }
   return failures;
+}
+
+DEVTAP_FUNC std::vector<std::string> write_sinks_out(receiver_state& state, std::chrono::steady_clock::time_point deadline) {
+  if (state.sinks.empty()) return {};
+  std::vector<std::pair<const device_stream*, std::uint64_t>> asked;  // a running reader's stream, the number asked
+  for (const auto& stream : state.streams) {
+    if (stream->finished.load(std::memory_order_acquire)) continue;  // (its part is close()'s)
+    asked.emplace_back(stream.get(), stream->sinks_write_asked.fetch_add(1, std::memory_order_acq_rel) + 1);
+    wake_reader(stream->ring->host);  // a sleeping reader looks at the request (reader_sleep's stay_awake)
+  }
+  for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
+    std::vector<std::string> behind;
+    for (const auto& [stream, number] : asked)
+      if (!stream->finished.load(std::memory_order_acquire) &&
+          static_cast<std::int64_t>(stream->sinks_written.load(std::memory_order_acquire) - number) < 0)
+        behind.push_back(stream->device_name + " (its part of the trace or record file was not written in time)");
+    if (behind.empty() || std::chrono::steady_clock::now() > deadline) return behind;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 DEVTAP_FUNC std::vector<consumer_failure> collect_failures(receiver_state& state, std::vector<consumer_failure> file_failures) {

@@ -46,7 +46,7 @@ DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view
   write_locked(head);
 }
 
-DEVTAP_FUNC trace_writer::~trace_writer() { (void)close(); }
+DEVTAP_FUNC trace_writer::~trace_writer() { (void)close(std::chrono::steady_clock::time_point::max()); }
 
 DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, std::size_t device,
                                            std::uint64_t time_ns, std::string_view category, std::string_view name) {
@@ -189,17 +189,29 @@ DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, st
   }
 }
 
-DEVTAP_FUNC std::string trace_writer::close() {
+DEVTAP_FUNC void trace_writer::write_out(std::size_t device) {
+  track* t = reader_track(device);
+  std::lock_guard lock(file_mutex_);
+  if (t != nullptr) {
+    write_locked(t->own);
+    t->own.clear();
+  }
+  flush_locked();
+}
+
+DEVTAP_FUNC std::string trace_writer::close(std::chrono::steady_clock::time_point give_up_at) {
   // Each track's text, then the file (a reader writes to the file from its own text: never the other way round).
   std::vector<std::string> rest = take_all_tracks([&](std::string& text, std::size_t device) {
     marker_event(text, device, stamp_now_ns(), marker_kind::lost, 0,
-                 "the device's reader was stuck in a consumer when the trace was closed: the events it had not "
+                 "the device's reader was stuck in a consumer or a write when the trace was closed: the events it had not "
                  "yet written (up to 64 KiB) are missing");
   });
-  std::lock_guard lock(file_mutex_);
-  for (const std::string& text : rest) write_locked(text);
-  write_locked("\n]}\n");
-  return close_locked();
+  std::unique_lock<std::timed_mutex> lock;
+  if (lock_for_close(lock, give_up_at)) {
+    for (const std::string& text : rest) write_locked(text);
+    write_locked("\n]}\n");
+  }
+  return lock.owns_lock() ? close_locked() : left_message();
 }
 
 }  // namespace detail
