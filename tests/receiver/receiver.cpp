@@ -223,6 +223,36 @@ TEST_CASE("error policy throws at the tap when the ring is full") {
   CHECK(rx.stats().total().dropped_records == 1);  // the record that found the ring full
 }
 
+TEST_CASE("error policy: a record above half the ring may find no room in a nearly empty ring, and the error says why") {
+  devtap::cpu_client cpus(1);
+  std::latch release_consumer(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 4096, .overflow = devtap::overflow_policy::error});
+  using half = std::array<char, 2048 - 24>;  // one record of 2 KiB: the tail is then half way round
+  using big = std::array<char, 3000>;
+  auto first = rx.attach<half>([](const half&) {});
+  auto blocker = rx.attach<int>([&](const int&) { release_consumer.wait(); });
+  auto second = rx.attach<big>([](const big&) {});
+  auto out = rx.outfeed(*cpus.cpu_devices()[0]);
+  out.tap(first, half{});
+  rx.flush();
+  out.tap(blocker, 1);  // 32 bytes in use, held (its consumer waits): 3 KiB fits only at the ring's
+                        // start, behind padding to its end, which the held reader cannot pass
+  CHECK_THROWS_WITH(out.tap(second, big{}),
+                    Catch::Equals("devtap: the ring of device 'cpu:0' is full (4 KiB; overflow_policy::error) for a "
+                                  "record of 3000 bytes, above half the ring: it needs room in one piece, which depends "
+                                  "on where the ring's end falls; give each device at least twice the largest record"));
+  release_consumer.count_down();
+  CHECK_THROWS_AS(rx.close(), devtap::tap_error);  // (the refused record is reported, as any under error)
+  // The too-large advice under drop and error names a ring twice the record: one of just its size
+  // could refuse it as above.
+  devtap::receiver small({.devices = all(cpus), .budget_bytes = 1024, .overflow = devtap::overflow_policy::drop});
+  using too_big = std::array<char, 1024 - 24 + 1>;
+  auto point = small.attach<too_big>([](const too_big&) {});
+  CHECK_THROWS_WITH(small.outfeed(*cpus.cpu_devices()[0]).tap(point, too_big{}),
+                    Catch::Contains("a ring of 4 KiB holds it: give receiver_options::budget_bytes 4 KiB per device"));
+  small.close();
+}
+
 TEST_CASE("error policy: a full ring is reported by close() even when nobody looked at the work's future") {
   devtap::cpu_client cpus(1);
   std::latch release_consumer(1);
@@ -334,6 +364,15 @@ TEST_CASE("a record larger than the device's share is refused before anything is
   out.tap(small, 1);
   rx.close();
   CHECK(got == 1);
+  // With timestamps, both sizes leave the stamp out: the refused value is larger than the limit named.
+  devtap::receiver stamped({.devices = all(cpus), .budget_bytes = 1024, .timestamps = true});
+  using too_big_stamped = std::array<char, 1024 - 24 - 16 + 1>;
+  auto big = stamped.attach<too_big_stamped>([](const too_big_stamped&) {});
+  CHECK_THROWS_WITH(stamped.outfeed(*cpus.cpu_devices()[0]).tap(big, too_big_stamped{}),
+                    Catch::Equals("devtap: a record of 985 bytes is larger than device 'cpu:0' accepts (984 bytes in a "
+                                  "ring of 1 KiB, beside its 16-byte timestamp); a ring of 2 KiB holds it: give "
+                                  "receiver_options::budget_bytes 2 KiB per device, or tap smaller pieces"));
+  stamped.close();
 }
 
 TEST_CASE("taps without a receiver, or after close, throw and write nothing") {

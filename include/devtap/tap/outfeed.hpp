@@ -110,7 +110,7 @@ inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t r
 
 [[noreturn]] void throw_refused(const outfeed& out, tap_refusal why);
 
-[[noreturn]] void throw_full(const outfeed& out);
+[[noreturn]] void throw_full(const outfeed& out, std::uint64_t payload, std::uint64_t bytes);
 
 [[noreturn]] void throw_waits_for_itself(const outfeed& out);
 
@@ -201,7 +201,7 @@ void host_tap(const outfeed& out, const tap_point<T>& point, const T& value) {
       if (waits_for_itself) throw_waits_for_itself(out);
       // Counted and reported by close() too: the device work's future may never be looked at.
       account_unwritten<host_atomics>(ring, claim_status::full, 1, bytes);
-      throw_full(out);
+      throw_full(out, payload, bytes);
     case claim_status::closed:
       throw_closed(out.device_name());
   }

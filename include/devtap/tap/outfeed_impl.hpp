@@ -15,12 +15,16 @@ namespace detail {
 
 [[noreturn]] DEVTAP_FUNC void throw_too_large(const outfeed& out, std::uint64_t payload, std::uint64_t bytes) {
   const std::uint64_t capacity = out.ring().capacity;
-  throw outfeed_error("devtap: a record of " + std::to_string(payload) + " bytes is larger than device '" +
-                      out.device_name() + "' accepts (" + describe_bytes(max_record_bytes(capacity) - sizeof(record_header)) +
-                      " in a ring of " + describe_bytes(capacity) + "); " +
+  const std::uint64_t stamp = out.timestamps() ? sizeof(tap_stamp) : 0;  // in neither number: the value is what its user sized
+  const std::uint64_t fitting = std::bit_ceil(out.policy() == overflow_policy::block ? bytes : 2 * bytes);
+  throw outfeed_error("devtap: a record of " + std::to_string(payload - stamp) + " bytes is larger than device '" +
+                      out.device_name() + "' accepts (" +
+                      describe_bytes(max_record_bytes(capacity) - sizeof(record_header) - stamp) + " in a ring of " +
+                      describe_bytes(capacity) + (stamp != 0 ? ", beside its 16-byte timestamp" : "") + "); " +
                       (bytes <= max_record_limit
-                           ? "a ring of " + describe_bytes(std::bit_ceil(bytes)) + " holds it: give receiver_options::budget_bytes " +
-                                 describe_bytes(std::bit_ceil(bytes)) + " per device, or tap smaller pieces"
+                           // Under drop and error, a record above half the ring may find no room (throw_full).
+                           ? "a ring of " + describe_bytes(fitting) + " holds it: give receiver_options::budget_bytes " +
+                                 describe_bytes(fitting) + " per device, or tap smaller pieces"
                            : "no ring holds more than " + describe_bytes(max_record_limit - sizeof(record_header)) +
                                  ": tap smaller pieces"));
 }
@@ -40,9 +44,16 @@ namespace detail {
   }
 }
 
-[[noreturn]] DEVTAP_FUNC void throw_full(const outfeed& out) {
+[[noreturn]] DEVTAP_FUNC void throw_full(const outfeed& out, std::uint64_t payload, std::uint64_t bytes) {
+  // Such a record fits only in one piece before the ring's end, or at its start once the reader has
+  // passed the padding to the end: where the tail is decides, even in an empty ring.
+  const bool above_half = bytes > out.ring().capacity / 2;
   throw outfeed_error(std::string("devtap: the ring of device '") + out.device_name() + "' is full (" +
-                      describe_bytes(out.ring().capacity) + "; overflow_policy::error)");
+                      describe_bytes(out.ring().capacity) + "; overflow_policy::error)" +
+                      (above_half ? " for a record of " + std::to_string(payload - (out.timestamps() ? sizeof(tap_stamp) : 0)) + " bytes" +
+                                        ", above half the ring: it needs room in one piece, which depends on where the "
+                                        "ring's end falls; give each device at least twice the largest record"
+                                  : ""));
 }
 
 [[noreturn]] DEVTAP_FUNC void throw_waits_for_itself(const outfeed& out) {
