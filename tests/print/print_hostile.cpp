@@ -1585,3 +1585,64 @@ TEST_CASE("hostile: a callable sink is not called after close() gave up on the d
   rx.reset();
   devtap::set_log_sink({});
 }
+
+// Rule: every print is a line, a consumer error or lost_at_close ("never silent"). Records that wait
+// for a definition (one overtook it, the rest queue behind) were dropped uncounted when the sink
+// threw while they were written out, at a definition or at the end of the stream, and when close()
+// gave up on the device (no end of stream). Each now counts as a line the sink lost.
+TEST_CASE("hostile: records waiting for a definition count when the sink throws or close() gives up") {
+  watchdog wd(120s);
+  using namespace devtap::detail;
+  devtap::cpu_client cpus(1);
+  using late = print_signature<"hostile late {}", int>;  // (defined in the first section: the registry is the process's)
+  using never = print_signature<"hostile never defined {}", int>;
+  using fine = print_signature<"hostile fine {}", int>;
+  SECTION("the sink throws on the first waiting line, at its definition") {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
+    auto ch = devtap::attach_print(rx, {.sink = [](std::string_view l) {
+                                          if (l == "hostile late 1") throw std::runtime_error("sink failed");
+                                        }});
+    const devtap::printer out = ch.on(rx.outfeed(*cpus.cpu_devices()[0]));
+    print_send<fine, true>(out, 0);   // written
+    print_send<late, false>(out, 1);  // overtook its definition: waits, and the next ten behind it
+    for (int i = 2; i < 12; ++i) print_send<fine, false>(out, i);
+    rx.flush();
+    print_send<late, true>(out, 12);  // its definition: the waiting lines go out, the first throws
+    for (int i = 13; i < 20; ++i) print_send<fine, false>(out, i);
+    CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+    CHECK(ch.stats().lines + rx.stats().total().consumer_errors == 20);
+    CHECK(ch.stats().write_errors == 11);  // "hostile late 1" and the ten behind it
+  }
+  SECTION("the sink throws on the unknown-format line at the end of the stream") {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16});
+    auto ch = devtap::attach_print(rx, {.sink = [](std::string_view l) {
+                                          if (l.find("unknown") != std::string_view::npos) throw std::runtime_error("sink failed");
+                                        }});
+    const devtap::printer out = ch.on(rx.outfeed(*cpus.cpu_devices()[0]));
+    print_send<fine, true>(out, 0);
+    print_send<never, false>(out, 1);
+    for (int i = 2; i < 10; ++i) print_send<fine, false>(out, i);
+    CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+    CHECK(ch.stats().lines + rx.stats().total().consumer_errors == 10);
+    CHECK(ch.stats().write_errors == 9);
+  }
+  SECTION("close() gives up on the device while records wait") {
+    auto rx = std::make_unique<devtap::receiver>(
+        devtap::receiver_options{.devices = all(cpus), .budget_bytes = 1 << 16, .close_timeout = 200ms});
+    auto waiting = devtap::attach_print(*rx, {.sink = [](std::string_view) {}, .name = "waiting"});
+    auto slow = devtap::attach_print(*rx, {.sink = [](std::string_view) { std::this_thread::sleep_for(1500ms); },
+                                           .name = "slow"});
+    const devtap::printer w = waiting.on(rx->outfeed(*cpus.cpu_devices()[0]));
+    const devtap::printer s = slow.on(rx->outfeed(*cpus.cpu_devices()[0]));
+    print_send<never, false>(w, 1);  // it and the eight behind it wait
+    for (int i = 2; i < 10; ++i) print_send<fine, true>(w, i);
+    print_send<fine, true>(s, 100);  // the reader is stuck in this sink when close() gives up
+    print_send<fine, true>(s, 101);
+    CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+    std::this_thread::sleep_for(2s);  // the stuck reader leaves its sink call and counts what is left
+    const auto lost = rx->stats().total().lost_at_close;
+    rx.reset();  // the waiting records count when the device's consumer state goes, with the receiver
+    CHECK(waiting.stats().lines + slow.stats().lines + lost == 11);
+    CHECK(waiting.stats().write_errors == 9);
+  }
+}

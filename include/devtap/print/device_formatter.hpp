@@ -78,12 +78,25 @@ public:
     if (pending_.empty() && format(dev, r)) return;
     pending_.emplace_back(bytes.begin(), bytes.end());
     pending_bytes_ += bytes.size();
-    drain(dev, false);
+    try {
+      drain(dev, false);
+    } catch (...) {
+      lose_pending(1);  // this record's failed delivery is the receiver's consumer error
+      throw;
+    }
   }
+
+  // Records still waiting when the coroutine ends without its end of stream (close() gave up).
+  ~print_device_formatter() { lose_pending(0); }
 
   // The end of the device's stream: whatever still waits is written as unknown, the FILE flushed.
   void finish(const device& dev) {
-    drain(dev, true);
+    try {
+      drain(dev, true);
+    } catch (...) {
+      lose_pending(0);  // the end of stream is no record: nobody else counts them
+      throw;
+    }
     const print_sink& sink = state_->options.sink;
     if (sink.callback() || sink.file() == nullptr) return;
     std::FILE* f = sink.file();
@@ -96,6 +109,16 @@ public:
   }
 
 private:
+  // Records taken from the ring that will never be written (the sink threw, or the stream was
+  // given up): each counts as a line the sink lost. `counted_elsewhere` of them the receiver counts.
+  void lose_pending(std::size_t counted_elsewhere) noexcept {
+    const std::size_t n = pending_.size() > counted_elsewhere ? pending_.size() - counted_elsewhere : 0;
+    add(counters_->lines, n);
+    add(counters_->write_errors, n);
+    pending_.clear();
+    pending_bytes_ = 0;
+  }
+
   void learn_definition(const print_record_view& r) {
     std::vector<std::uint32_t> descs(r.def_nargs);
     if (r.def_nargs != 0) std::memcpy(descs.data(), r.def_descs, 4 * r.def_nargs);
