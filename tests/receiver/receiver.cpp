@@ -1233,13 +1233,16 @@ TEST_CASE("an outfeed kept past its receiver's destruction fails with an error, 
 
 namespace {
 // A device whose ring position cannot be read (a GPU whose copy engine does not answer): its ring
-// is an ordinary host ring, but claimed_position() gives up at the deadline.
+// is an ordinary host ring, but claimed_position() gives up at the deadline, or throws as
+// cuda_check does (a broken CUDA context) when `silent_ring_throws` is set.
+std::atomic<bool> silent_ring_throws{false};
 struct silent_ring final : devtap::detail::ring_allocation {
   explicit silent_ring(std::uint64_t capacity) : inner(capacity) {
     host = inner.host;
     producer = inner.producer;
   }
   std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const override {
+    if (silent_ring_throws) throw devtap::backend_error("silent:0: reading the ring's tail failed");
     std::this_thread::sleep_until(deadline);
     return std::nullopt;
   }
@@ -1328,4 +1331,26 @@ TEST_CASE("a client destroyed before its receiver closes it first; the receiver 
   CHECK(rx->stats().total().records == 2000);
   CHECK_NOTHROW(rx->close());
   rx.reset();
+}
+
+TEST_CASE("after close() gave up, what the ring holds counts although its position cannot be read, or reading it throws") {
+  const bool throws = GENERATE(false, true);
+  INFO((throws ? "claimed_position() throws" : "claimed_position() gives up"));
+  silent_ring_throws = throws;
+  silent_device dev;
+  std::atomic<bool> stuck{false}, release{false};
+  devtap::receiver rx({.devices = {&dev}, .close_timeout = 100ms, .name = "silent"});
+  auto point = rx.attach<int>([&](const int&) {
+    stuck = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  });
+  auto out = rx.outfeed(dev);
+  for (int i = 0; i < 5; ++i) out.tap(point, i);
+  while (!stuck) std::this_thread::sleep_for(1ms);
+  CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+  release = true;  // the reader counts what is left (it counted nothing; a throw ended the process)
+  devtap_test::eventually([&] { return rx.stats().total().lost_at_close != 0; }, 10s);
+  const auto st = rx.stats().total();
+  CHECK(st.records + st.lost_at_close == 5);
+  silent_ring_throws = false;
 }

@@ -1540,3 +1540,27 @@ TEST_CASE("record_file: close() after a timeout waits for a short write of anoth
   rp.attach<int>("n", [](const int&) {});
   CHECK(rp.run().cut_short_at == 0);  // whole: its end chunk is there
 }
+
+TEST_CASE("flush(): a device whose stream stopped before close() (a malformed record) is in the trace file") {
+  temp_file trace("stopped-trace");
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 4096, .trace_file = trace.path});
+  auto point = rx.attach<int>([](const int&) {}, "vals");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 50; ++i) ctx.tap(point, i); });
+  auto broken = rx.outfeed(*cpus.cpu_devices()[0]).ring();
+  std::uint64_t pos;
+  REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
+  broken.header_at(pos)->length = 8;  // shorter than a header, under a valid stamp: the stream stops
+  std::atomic_ref<std::uint64_t>(broken.header_at(pos)->stamp)
+      .store(broken.stamp(pos, devtap::detail::stamp_record), std::memory_order_release);
+  devtap::detail::wake_reader(broken);
+  for (int i = 0; i < 5000 && !rx.stats().devices[0].stream_failed; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(rx.stats().devices[0].stream_failed);
+  rx.flush();  // the stream ended: its part was left for close() to write
+  const std::string text = read_all(trace.path);
+  std::size_t events = 0;
+  for (auto at = text.find("\"vals\""); at != std::string::npos; at = text.find("\"vals\"", at + 1)) ++events;
+  CHECK(events == 50);
+  CHECK(text.find("malformed record") != std::string::npos);
+  CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+}

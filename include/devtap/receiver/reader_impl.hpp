@@ -326,15 +326,18 @@ DEVTAP_FUNC void device_reader::count_lost() {
   pass_on_staged(true);  // close() gave up on this device: what was set aside is counted, not delivered
   publish_progress();
   std::uint64_t lost = 0;
-  // Up to the tail, not to the first record not yet committed: a producer that claimed before the
-  // ring closed (abandon) may still be writing, and what others committed behind it counts too.
-  // Claims made since are aborted by their producers (skips). A producer still writing after half
-  // the grace is not waited for: what it commits later is not counted (docs/outfeed.md).
+  // Up to the tail: a producer that claimed before the ring closed may still be writing, and what
+  // others committed behind it counts too (claims since are aborted: skips). One still writing after
+  // half the grace is not waited for (docs/outfeed.md). A tail that cannot be read: what is committed.
   const auto give_up_at = std::chrono::steady_clock::now() + close_grace / 2;
-  const std::uint64_t tail = stream_.ring->claimed_position(give_up_at).value_or(reader_.position());
-  while (static_cast<std::int64_t>(tail - reader_.position()) > 0) {
+  std::optional<std::uint64_t> tail;
+  try {
+    tail = stream_.ring->claimed_position(give_up_at);
+  } catch (const std::exception&) {  // (out of the reader's thread it would end the process)
+  }
+  while (!tail || static_cast<std::int64_t>(*tail - reader_.position()) > 0) {
     const record_ref rec = reader_.peek();
-    if (rec.kind == record_kind::malformed || (rec.kind == record_kind::empty && std::chrono::steady_clock::now() > give_up_at))
+    if (rec.kind == record_kind::malformed || (rec.kind == record_kind::empty && (!tail || std::chrono::steady_clock::now() > give_up_at)))
       break;
     if (rec.kind == record_kind::empty) {
       std::this_thread::yield();

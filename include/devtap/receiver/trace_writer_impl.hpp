@@ -185,7 +185,8 @@ DEVTAP_FUNC void trace_writer::name_scope(std::uint32_t id, std::string_view nam
 DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
   if (track* t = reader_track(device)) {
     dropped_event(*t, device, time_ns, dropped);
-    t->ended.store(true, std::memory_order_release);  // its text is close()'s now
+    write_out(device);  // in the file at once, as the recording's: flush() skips a stream ended before close()
+    t->ended.store(true, std::memory_order_release);  // what comes later (other threads' markers) is close()'s
   }
 }
 
