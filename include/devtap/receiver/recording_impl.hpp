@@ -191,7 +191,7 @@ DEVTAP_FUNC std::string recording_writer::close(std::chrono::steady_clock::time_
                  "the device's reader was stuck in a consumer or a write when the recording was closed: the records it had "
                  "not yet written (up to 256 KiB) are missing");
   });
-  std::unique_lock<std::timed_mutex> lock;
+  std::unique_lock<std::mutex> lock;
   if (lock_for_close(lock, give_up_at)) {
     for (std::size_t device = 0; device < rest.size(); ++device)
       if (!rest[device].empty())

@@ -207,7 +207,7 @@ DEVTAP_FUNC std::string trace_writer::close(std::chrono::steady_clock::time_poin
                  "the device's reader was stuck in a consumer or a write when the trace was closed: the events it had not "
                  "yet written (up to 64 KiB) are missing");
   });
-  std::unique_lock<std::timed_mutex> lock;
+  std::unique_lock<std::mutex> lock;
   if (lock_for_close(lock, give_up_at)) {
     for (const std::string& text : rest) write_locked(text);
     write_locked("\n]}\n");
