@@ -4,8 +4,8 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <future>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stop_token>
