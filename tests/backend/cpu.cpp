@@ -214,7 +214,10 @@ TEST_CASE("DEVTAP_CPU_DEVICES parsing", "[cpu]") {
   CHECK(cpu_device_count_from("") == 1);
   CHECK(cpu_device_count_from("4") == 4);
   CHECK(cpu_device_count_from("1024") == 1024);
-  for (const char* bad : {"0", "-1", "abc", "2x", " 2", "1025", "99999999999"})
+  CHECK(cpu_device_count_from(" 2") == 2);  // as a shell or a Windows tool may write it
+  CHECK(cpu_device_count_from("3\r\n") == 3);
+  CHECK(cpu_device_count_from(" \t") == 1);  // blank: as unset
+  for (const char* bad : {"0", "-1", "+2", "abc", "2x", "2 2", "1025", "99999999999"})
     CHECK_THROWS_AS(cpu_device_count_from(bad), devtap::backend_error);
   CHECK_THROWS_WITH(cpu_device_count_from("abc"),
                     "DEVTAP_CPU_DEVICES='abc' is not a valid device count (expected an integer from 1 to 1024)");

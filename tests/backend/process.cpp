@@ -49,8 +49,10 @@ TEST_CASE("malformed values are ignored, a missing or small size covers the inde
   CHECK((p.index == 7 && p.count == 8));
   p = from({{"PMI_RANK", "7"}, {"PMI_SIZE", "2"}});
   CHECK((p.index == 7 && p.count == 8));
-  p = from({{"PMI_RANK", "4 "}});
+  p = from({{"PMI_RANK", "4x"}});
   CHECK((p.index == 0 && p.count == 1));
+  p = from({{"PMI_RANK", " 4\n"}});  // white space around a number is no malformation
+  CHECK((p.index == 4 && p.count == 5));
   p = from({{"PMI_RANK", "2147483647"}, {"SLURM_PROCID", "3"}});  // its count would overflow: the next launcher's
   CHECK((p.index == 3 && p.count == 4));
   p = from({{"OMPI_COMM_WORLD_RANK", "2147483646"}});

@@ -90,7 +90,8 @@ decltype(auto) invoke_cpu_work(F& fn, cpu_context& ctx) {
   else return std::invoke(fn);
 }
 
-/** Parses `DEVTAP_CPU_DEVICES`: null or empty → 1; otherwise an integer in [1, 1024] or backend_error. */
+/** Parses `DEVTAP_CPU_DEVICES`: null or blank → 1; otherwise an integer in [1, 1024] (white space
+ *  around it allowed) or backend_error. */
 int cpu_device_count_from(const char* text);
 
 }  // namespace detail

@@ -47,7 +47,8 @@ DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
   std::unique_lock lock(detail::cpu_device_count_mutex());  // set_cpu_device_count sees both or neither
   const char* env = std::getenv("DEVTAP_CPU_DEVICES");
   const int configured = detail::configured_cpu_devices().load();
-  const int count = (env == nullptr || *env == '\0') && configured != 0 ? configured : detail::cpu_device_count_from(env);
+  const bool env_blank = env == nullptr || detail::trim(env).empty();  // names no count: the code's holds
+  const int count = env_blank && configured != 0 ? configured : detail::cpu_device_count_from(env);
   int none = 0;
   detail::created_cpu_devices().compare_exchange_strong(none, count);
   lock.unlock();
@@ -55,7 +56,7 @@ DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
 }
 
 DEVTAP_FUNC int detail::cpu_device_count_from(const char* text) {
-  if (text == nullptr || *text == '\0') return 1;
+  if (text == nullptr || detail::trim(text).empty()) return 1;
   int n = 0;
   if (!parse_non_negative(text, n) || n < 1 || n > max_cpu_devices)
     throw backend_error(detail::format_message(

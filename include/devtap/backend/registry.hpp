@@ -70,14 +70,6 @@ consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_
   return order;
 }
 
-/** `s` without surrounding white space, line ends included (a value written by a Windows tool). */
-constexpr std::string_view trim_space(std::string_view s) noexcept {
-  constexpr std::string_view space = " \t\r\n\f\v";
-  const std::size_t first = s.find_first_not_of(space);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
-}
-
 /** ASCII case-insensitive equality. */
 constexpr bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
   constexpr auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
@@ -135,12 +127,12 @@ public:
    * `cuda` (unless a backend is named `gpu`). An unknown or repeated name is reported by every call
    * that needs the backends, not here. */
   explicit registry(std::string_view platforms) {
-    platforms = detail::trim_space(platforms);
+    platforms = detail::trim(platforms);
     platforms_ = std::string(platforms);
     std::size_t start = 0;
     while (start <= platforms.size()) {
       const std::size_t comma = std::min(platforms.find(',', start), platforms.size());
-      const std::string_view item = detail::trim_space(platforms.substr(start, comma - start));
+      const std::string_view item = detail::trim(platforms.substr(start, comma - start));
       start = comma + 1;
       if (item.empty() || !config_error_.empty()) continue;
       const std::size_t index = platform_index(item);

@@ -21,14 +21,16 @@ std::string join(const Range& items, Proj proj, std::string_view sep = ", ") {
   return out;
 }
 
-/** `s` without surrounding blanks. */
-inline std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+/** `s` without surrounding white space, line ends included (a value written by a Windows tool). */
+constexpr std::string_view trim(std::string_view s) noexcept {
+  constexpr std::string_view space = " \t\r\n\f\v";
+  const std::size_t first = s.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(space) - first + 1);
 }
 
-/** A whole non-negative decimal int, or false (null, empty, sign, junk, overflow). */
+/** A whole non-negative decimal int between optional white space, or false (null, blank, sign,
+ *  junk, overflow). */
 bool parse_non_negative(const char* text, int& out) noexcept;
 
 /** "4 MiB", "3 KiB", "100 bytes": a byte count as a reader would write it. */

@@ -8,8 +8,9 @@ DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
 DEVTAP_FUNC bool parse_non_negative(const char* text, int& out) noexcept {
-  if (text == nullptr || *text == '\0') return false;
-  const std::string_view v(text);
+  if (text == nullptr) return false;
+  const std::string_view v = trim(text);  // "DEVTAP_CPU_DEVICES= 4" means 4
+  if (v.empty()) return false;
   int value = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
   if (ec != std::errc{} || end != v.data() + v.size() || value < 0) return false;
