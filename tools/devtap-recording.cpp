@@ -108,7 +108,7 @@ int trace(recording_reader& file, const std::string& out_path) {
     }
     const devtap::detail::point_description* point = file.point(e.id);
     devtap::detail::sink_record r{e.device, e.id, e.fingerprint, e.stamp, e.payload, e.bytes, 0};
-    trace.record(r, point, nullptr);
+    if (trace.record(r, point, nullptr)) trace.write_out(e.device);
   });
   for (std::size_t d = 0; d < file.devices().size(); ++d) trace.end(d, 0, 0);
   if (const std::string error = trace.close(std::chrono::steady_clock::time_point::max()); !error.empty()) {

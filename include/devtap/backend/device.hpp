@@ -32,7 +32,8 @@ class device {
 public:
   device(const device&) = delete;
   device& operator=(const device&) = delete;
-  virtual ~device() = default;
+  /** Frees the rings it kept, but for one a host thread still waits in or a scope_guard pins. */
+  virtual ~device();
 
   /** Index of the device within its platform (0, 1, ...). */
   int id() const noexcept { return id_; }

@@ -4,6 +4,7 @@
 #include <devtap/config.hpp>
 #include <devtap/fwd.hpp>
 
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -13,6 +14,10 @@ namespace detail {
 struct open_receiver_list {
   std::mutex mutex;
   std::vector<receiver*> open;
+  // Taken off `open` by close_open_receivers and being closed there: their destructors wait on
+  // `closed_elsewhere` until it is done, so that close() never runs on a receiver already freed.
+  std::vector<const receiver*> closing;
+  std::condition_variable closed_elsewhere;
   bool handler_registered = false;
 };
 

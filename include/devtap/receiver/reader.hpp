@@ -214,6 +214,15 @@ private:
     delivered_records_ = delivered_bytes_ = 0;
   }
 
+  // A sink's buffer for this device is full (to_sinks): written now, after what consumers set aside
+  // went on, since the write may block, and a record held back here meanwhile would not stop the
+  // merge from taking this device for quiet (the merged order: docs/timeline.md).
+  void write_full_sinks() {
+    sinks_full_ = false;
+    pass_on_staged(false);
+    for (auto& sink : state_.sinks) sink->write_out(stream_.index);
+  }
+
   void publish_progress() {  // an idle reader calls this on every poll: it writes only news
     publish_counts();
     if (reader_.position() != published_position_) {
@@ -239,6 +248,7 @@ private:
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
   bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged
+  bool sinks_full_ = false;         // a sink's buffer for this device wants writing (write_full_sinks)
   // A record counts once; a scope record too, however many consumers get it (dispatch).
   void count_one(std::atomic<std::uint64_t>& counter) {
     if (!in_scope_loop_) counter.fetch_add(1, std::memory_order_relaxed);  // (merged consumers count from other threads)

@@ -1,6 +1,5 @@
 #pragma once
-// The definitions of the device readers and the receiver state (declared in reader.hpp): included by that header when
-// header-only, compiled once into the library in compiled mode (see config.hpp).
+// Definitions of reader.hpp (the readers, the receiver state): included by it when header-only, else compiled once.
 #include <devtap/receiver/reader.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -53,6 +52,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         }
         dispatch(rec);
         reader_.release(rec);
+        if (sinks_full_) [[unlikely]] write_full_sinks();
         if (++since_progress % progress_every == 0) {
           pass_on_staged(false);  // before the position says they were read (flush() waits on it)
           publish_progress();
@@ -288,7 +288,7 @@ DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry*
   const std::uint64_t dropped =
       std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
   const sink_record r{stream_.index, id, rec.header->fingerprint, stamp, payload, payload_bytes, dropped};
-  for (auto& sink : state_.sinks) sink->record(r, point, entry);
+  for (auto& sink : state_.sinks) sinks_full_ = sink->record(r, point, entry) || sinks_full_;
 }
 
 DEVTAP_FUNC void device_reader::end_stream() {

@@ -211,7 +211,9 @@ private:
 
   void flush_until(std::chrono::steady_clock::time_point deadline, const char* call);
 
-  void forget() noexcept;
+  // Off the list of open receivers; `destroying`, also waits for a close() that the exit handler or
+  // a client's destructor runs on it elsewhere (*this must outlive it).
+  void forget(bool destroying = false) noexcept;
 
   detail::device_stream& stream_of(const device& dev) const;
 

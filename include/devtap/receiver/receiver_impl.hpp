@@ -72,8 +72,10 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     stream->device_name = devs[i]->name();
     stream->ring = devs[i]->allocate_ring(capacity);
     if (state_->options.timestamps) stream->ring->calibrate_clock();  // a GPU's clock against the host's
-    // The device's own name, not the stream's copy: a tap that fails after the receiver is gone names it.
-    stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, devs[i]->name().c_str(),
+    // The ring's copy of the name, not the stream's or the device's: a tap that fails after the
+    // receiver, or the device's client, is gone still names it.
+    stream->ring->device_name = devs[i]->name();
+    stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, stream->ring->device_name.c_str(),
                                   stream->ring->host_can_produce, state_->id, state_->options.timestamps);
     state_->streams.push_back(std::move(stream));
   }
@@ -121,7 +123,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
 }
 
 DEVTAP_FUNC receiver::~receiver() {
-  forget();
+  forget(true);
   if (closed_.load(std::memory_order_acquire)) return;
   if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
@@ -165,11 +167,11 @@ DEVTAP_FUNC void receiver::barrier() {
 }
 
 DEVTAP_FUNC void receiver::close() {
-  const std::shared_ptr<detail::receiver_state> keep = state_;  // close_held below may destroy *this
+  const std::shared_ptr<detail::receiver_state> keep = state_;  // a consumer may destroy *this meanwhile
   auto& state = *keep;
   std::unique_lock closing(state.close_mutex, std::defer_lock);
-  // A merged consumer that close() itself calls (close_held) holds the lock already: refused first,
-  // as try_lock on a mutex this thread holds is undefined.
+  // User code that close() runs on its own thread (a log sink) holds the lock already: refused
+  // first, as try_lock on a mutex this thread holds is undefined.
   if (inside(false) != nullptr) refuse_inside("close()", true);
   if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
     refuse_inside("close()", true);
@@ -177,7 +179,7 @@ DEVTAP_FUNC void receiver::close() {
   }
   if (closed_.load(std::memory_order_relaxed)) return;
   refuse_inside("close()", true);
-  struct closing_here {  // inside() tells this thread apart while close() runs (its consumers run here too)
+  struct closing_here {  // inside() tells this thread apart while close() runs
     detail::receiver_state& state;
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
   } const mark_closing{state};
@@ -233,10 +235,8 @@ DEVTAP_FUNC void receiver::close() {
       std::lock_guard lock(state.table_mutex);
       entries = state.entries;
     }
-    // On this thread they are consumers like any: close(), flush() from them are refused
-    // (closing_thread), a tap or call from them into this receiver does not wait (receiver_read_here),
-    // and one may destroy the receiver (from here on, close() touches the state only).
-    const detail::thread_mark mark(detail::receiver_read_here, state.id);
+    // On their helpers, bounded as for readers (merged_entry.hpp); one may destroy the receiver
+    // (from here on, close() touches the state only).
     for (auto& entry : entries) entry->close_held();
   }
   std::vector<consumer_failure> file_failures = detail::close_sinks(state, !stuck.empty());
@@ -359,41 +359,13 @@ DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point dea
   }
 }
 
-DEVTAP_FUNC void receiver::forget() noexcept {  // no longer open: the exit handler leaves it alone
-  auto& list = detail::open_receivers();
-  std::lock_guard lock(list.mutex);
-  std::erase(list.open, this);
-}
-
 DEVTAP_FUNC detail::device_stream& receiver::stream_of(const device& dev) const {
   for (const auto& stream : state_->streams)
     if (stream->dev == &dev) return *stream;
   throw std::invalid_argument("devtap: device '" + dev.name() + "' is not drained by receiver '" + state_->name + "'");
 }
 
-/** Closes the receivers still open that drain `dev` (all of them when null), logging what close()
- *  throws. One at a time, each taken off the list under its lock: a consumer that one close() calls
- *  may destroy another receiver (which leaves the list), or this one (its name is read first). */
-DEVTAP_FUNC void detail::close_open_receivers(const device* dev) {
-  for (auto& list = open_receivers();;) {
-    std::unique_lock lock(list.mutex);
-    const auto it = std::ranges::find_if(list.open, [dev](auto* r) { return !dev || std::ranges::count(r->devices(), dev); });
-    if (it == list.open.end()) return;
-    receiver* const rx = *it;
-    list.open.erase(it);
-    lock.unlock();
-    const std::string name = rx->name();
-    const std::string when = dev == nullptr ? "at exit" : "as the client of device '" + dev->name() + "' is destroyed";
-    if (dev != nullptr)  // (a receiver must be closed before the devices it drains go)
-      log(log_level::warn, "receiver '{}' still drains device '{}', whose client is being destroyed: closed first", name, dev->name());
-    try {
-      rx->close();
-    } catch (const std::exception& e) {
-      log(log_level::error, "receiver '{}' closed {}: {}", name, when, e.what());
-    } catch (...) {
-      log(log_level::error, "receiver '{}' closed {} with an unknown error", name, when);
-    }
-  }
-}
-
 DEVTAP_END_NAMESPACE
+
+// The list of open receivers: forget() and what the exit handler and clients' destructors call.
+#include <devtap/receiver/open_receivers_impl.hpp>

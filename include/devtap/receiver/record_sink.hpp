@@ -79,8 +79,11 @@ public:
   /** The receiver opened: empties the file and writes what was written before (its header). A sink
    *  destroyed without start() leaves the file as it found it (one it created is removed). */
   virtual void start() = 0;
-  /** `entry` (null for an unknown id) describes the value; `point` is its description. */
-  virtual void record(const sink_record& rec, const point_description* point, const consumer_entry* entry) = 0;
+  /** `entry` (null for an unknown id) describes the value; `point` is its description. True when
+   *  the device's buffer is full: its reader then calls write_out(device) once it has handed in what
+   *  merged consumers set aside (the write may block, and nothing it read may be hidden from the
+   *  merge meanwhile). */
+  [[nodiscard]] virtual bool record(const sink_record& rec, const point_description* point, const consumer_entry* entry) = 0;
   /** A text line a device printed (devtap::print), at `time_ns`. */
   virtual void line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) = 0;
   virtual void marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,

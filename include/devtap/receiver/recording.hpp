@@ -72,7 +72,7 @@ public:
                    bool timestamps, std::uint64_t origin_ns);
   ~recording_writer() override;
 
-  DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
+  [[nodiscard]] DEVTAP_INLINE_VIRTUAL bool record(const sink_record& rec, const point_description* point,
                                     const consumer_entry* entry) override;
   DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text,
                                   bool from_reader) override;

@@ -97,9 +97,9 @@ DEVTAP_FUNC void recording_writer::flush(track& t, std::size_t device) {
   t.own.clear();
 }
 
-DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_description* point, const consumer_entry*) {
+DEVTAP_FUNC bool recording_writer::record(const sink_record& rec, const point_description* point, const consumer_entry*) {
   track* tp = reader_track(rec.device);
-  if (tp == nullptr) return;
+  if (tp == nullptr) return false;
   track& t = *tp;
   if (rec.dropped > t.dropped) {
     marker_entry(t.own, rec.stamp.time_ns, static_cast<std::uint32_t>(marker_kind::dropped), rec.dropped - t.dropped,
@@ -122,7 +122,7 @@ DEVTAP_FUNC void recording_writer::record(const sink_record& rec, const point_de
   if (rec.stamp.stamped) *w++ = rec.stamp.sequence;
   // (resize zeroed the words: the last one's padding stays zero)
   if (rec.bytes != 0) std::memcpy(w, rec.payload, rec.bytes);
-  if (t.own.size() >= recording_flush_words) flush(t, rec.device);
+  return t.own.size() >= recording_flush_words;  // (written by write_out, which the reader calls)
 }
 
 DEVTAP_FUNC void recording_writer::marker_entry(std::vector<std::uint64_t>& words, std::uint64_t time_ns, std::uint32_t kind,

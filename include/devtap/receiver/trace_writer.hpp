@@ -28,7 +28,7 @@ public:
                std::uint64_t origin_ns, std::string_view where = "devtap: receiver_options::trace_file: ");
   ~trace_writer() override;
 
-  DEVTAP_INLINE_VIRTUAL void record(const sink_record& rec, const point_description* point,
+  [[nodiscard]] DEVTAP_INLINE_VIRTUAL bool record(const sink_record& rec, const point_description* point,
                                     const consumer_entry* entry) override;
   DEVTAP_INLINE_VIRTUAL void line(std::size_t device, std::uint64_t time_ns, std::string_view text,
                                   bool from_reader) override;
@@ -52,8 +52,10 @@ private:
                    std::string_view category, std::string_view name);
   void marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                     std::string_view text);
-  void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);  // the reader's
-  void done_event(track& t);  // the reader's: counts it; writes the track out when it has grown large
+  void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped, bool defer = false);  // the reader's
+  // The reader's: counts it; writes the track out when it has grown large, but where `defer`
+  // (record(): its reader calls write_out once it has handed in what it set aside).
+  void done_event(track& t, bool defer = false);
   void write_locked(std::string_view text) { sink_file::write_locked(text.data(), text.size()); }  // file_mutex_ held
 
   std::uint64_t origin_ns_;

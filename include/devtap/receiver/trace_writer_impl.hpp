@@ -71,23 +71,23 @@ DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, 
   append_json_string(out, name);
 }
 
-DEVTAP_FUNC void trace_writer::done_event(track& t) {
+DEVTAP_FUNC void trace_writer::done_event(track& t, bool defer) {
   events_.fetch_add(1, std::memory_order_relaxed);
-  if (t.own.size() < trace_flush_bytes) return;
+  if (defer || t.own.size() < trace_flush_bytes) return;
   std::lock_guard lock(file_mutex_);
   write_locked(t.own);
   t.own.clear();
 }
 
-DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_description* point,
+DEVTAP_FUNC bool trace_writer::record(const sink_record& rec, const point_description* point,
                                       const consumer_entry* entry) {
   track* tp = reader_track(rec.device);
-  if (tp == nullptr) return;
+  if (tp == nullptr) return false;
   track& t = *tp;
-  dropped_event(t, rec.device, rec.stamp.time_ns, rec.dropped);
+  dropped_event(t, rec.device, rec.stamp.time_ns, rec.dropped, true);
   std::string& out = t.own;
   const point_kind kind = point != nullptr ? point->kind : point_kind::tap;
-  if (kind == point_kind::print) return;  // its lines arrive through line(), formatted
+  if (kind == point_kind::print) return t.own.size() >= trace_flush_bytes;  // its lines arrive through line(), formatted
   if (kind == point_kind::scope) {
     std::optional<scope_event> e = decode_value<scope_event>(rec.payload, rec.bytes);
     if (e && (e->phase == scope_phase::begin || e->phase == scope_phase::end)) {
@@ -101,8 +101,8 @@ DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_descri
       out += ",\"args\":{\"id\":";
       append_json_number(out, e->id);
       out += "}}";
-      done_event(t);
-      return;
+      done_event(t, true);
+      return t.own.size() >= trace_flush_bytes;
     }
   }
   if (point == nullptr) {
@@ -125,7 +125,8 @@ DEVTAP_FUNC void trace_writer::record(const sink_record& rec, const point_descri
   out += "\"sequence\":";
   append_json_number(out, rec.stamp.sequence);
   out += "}}";
-  done_event(t);
+  done_event(t, true);
+  return t.own.size() >= trace_flush_bytes;
 }
 
 DEVTAP_FUNC void trace_writer::line(std::size_t device, std::uint64_t time_ns, std::string_view text, bool from_reader) {
@@ -155,11 +156,12 @@ DEVTAP_FUNC void trace_writer::marker_event(std::string& out, std::size_t device
   out += "}}";
 }
 
-DEVTAP_FUNC void trace_writer::dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
+DEVTAP_FUNC void trace_writer::dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped,
+                                             bool defer) {
   if (dropped <= t.dropped) return;
   marker_event(t.own, device, time_ns, marker_kind::dropped, dropped - t.dropped, "taps the device did not write");
   t.dropped = dropped;
-  done_event(t);
+  done_event(t, defer);
 }
 
 DEVTAP_FUNC void trace_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <string>
 
 #if defined(__unix__)
 #  include <sys/mman.h>
@@ -41,6 +42,9 @@ struct ring_allocation {
   ring_view producer;
   bool producers_wake_reader = true;  // false: the reader polls (CUDA producers cannot notify)
   bool host_can_produce = true;       // false: host threads cannot claim (the tail lives on the GPU)
+  // What the producers' errors call the device (outfeed::device_name): kept with the ring, so a tap
+  // that reaches a closed ring after its device and client went still names it.
+  std::string device_name;
   // The device's clock against the host's steady clock, for its stamps (timestamps on): a stamp's
   // host time is its device time minus `clock_offset_ns`, within +- `clock_error_ns`. Host rings
   // stamp with the host's clock (0, 0); calibrate_clock measures a GPU's at open.

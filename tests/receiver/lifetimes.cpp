@@ -1,0 +1,182 @@
+// Objects destroyed while other threads or objects still refer to them: a client before its
+// receiver, a receiver while a client's destructor closes it, a scope_guard after its device, and
+// a reader blocked writing the trace while a merged consumer waits on its device.
+#include <devtap/backend/cpu.hpp>
+#include <devtap/receiver/receiver.hpp>
+
+#include "../hostile.hpp"
+#include "../temp_file.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Collects the log's lines (and keeps them off stderr) for one test.
+struct log_capture {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  log_capture() {
+    devtap::set_log_sink([this](devtap::log_level, std::string_view text) {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(text);
+    });
+  }
+  ~log_capture() { devtap::set_log_sink({}); }
+  bool has(std::string_view part) {
+    std::lock_guard lock(mutex);
+    for (const auto& l : lines)
+      if (l.find(part) != std::string::npos) return true;
+    return false;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a tap through a copied outfeed after the client went names the device, from the ring's own copy") {
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device& dev = *cpus->cpu_devices()[0];
+  devtap::receiver rx({.devices = {&dev}, .name = "outlived"});
+  auto point = rx.attach<int>([](const int&) {});
+  auto ask = rx.serve<int, int>([](const int& v) { return v + 1; });
+  const devtap::outfeed out = rx.outfeed(dev);
+  cpus.reset();  // closes rx (a warning), then frees the device and its name (ASan: read after free)
+  CHECK_THROWS_WITH(out.tap(point, 1), Catch::Contains("cpu:0"));
+  CHECK(out.call(ask, 1).error() == devtap::call_errc::closed);
+  CHECK(log.has("whose client is being destroyed"));
+}
+
+TEST_CASE("a receiver destroyed while a client's destructor closes it waits for that close") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::one_cpu pin;  // every thread on one CPU: the owner's destructor runs inside the window
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<bool> taken{false};
+    devtap::set_log_sink([&](devtap::log_level level, std::string_view text) {
+      if (level == devtap::log_level::warn && text.find("whose client is being destroyed") != std::string_view::npos) {
+        taken = true;  // the client's thread took the receiver off the open list; it calls close() next
+        std::this_thread::sleep_for(50ms);
+      }
+    });
+    auto cpus = std::make_unique<devtap::cpu_client>(1);
+    auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {cpus->cpu_devices()[0]}});
+    std::atomic<int> got{0};
+    auto point = rx->attach<int>([&](const int&) {
+      std::this_thread::sleep_for(100ms);  // keeps close() busy
+      ++got;
+    });
+    rx->outfeed(*cpus->cpu_devices()[0]).tap(point, 1);
+    std::thread client_goes([&] { cpus.reset(); });
+    while (!taken) std::this_thread::yield();
+    rx.reset();  // waits for the client's close() of it (ASan: that close() read the freed receiver)
+    client_goes.join();
+    devtap::set_log_sink({});
+    CHECK(got == 1);
+  }
+}
+
+TEST_CASE("a scope_guard that outlives its device's client ends with a logged refusal") {
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device& dev = *cpus->cpu_devices()[0];
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {&dev}, .name = "scoped"});
+  std::atomic<int> scopes{0};
+  rx->attach<devtap::scope_event>([&](const devtap::scope_event&) { ++scopes; });
+  auto guard = std::make_unique<devtap::scope_guard>(rx->outfeed(dev), "outlives");
+  cpus.reset();  // closes rx; the device keeps the guard's ring, which it pins (a warning)
+  CHECK(log.has("kept until they are done"));
+  rx.reset();
+  guard.reset();  // its end is refused, the refusal names the device (ASan: the ring or name freed)
+  CHECK(log.has("cpu:0"));
+  CHECK(scopes == 1);
+  // The next device to go frees the ring that is no longer pinned (LSan: nothing leaks).
+  devtap::cpu_client other(1);
+}
+
+namespace {
+struct arrival {
+  std::size_t device;
+  std::int64_t time;
+  std::uint64_t sequence;
+};
+std::int64_t ns(devtap::tap_info::clock::time_point p) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(p.time_since_epoch()).count();
+}
+}  // namespace
+
+TEST_CASE("a reader blocked writing the trace hides no record from the merge") {
+  devtap_test::watchdog dog(120s);
+  const devtap_test::temp_file file("trace.fifo");
+  const std::string& fifo = file.path;
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // the trace's reader: reads nothing for now
+  REQUIRE(rd >= 0);
+  devtap::cpu_client cpus(2);
+  std::mutex mutex;
+  std::vector<arrival> got;
+  {
+    devtap::receiver rx({.devices = {cpus.cpu_devices()[0], cpus.cpu_devices()[1]}, .close_timeout = 20s,
+                         .timestamps = true, .merge_lag = 20ms, .trace_file = fifo});
+    auto point = rx.attach<std::array<int, 64>>(
+        [&](const std::array<int, 64>&, const devtap::tap_info& info) {
+          std::lock_guard lock(mutex);
+          got.push_back({static_cast<std::size_t>(info.device.id()), ns(info.time), info.sequence});
+        },
+        devtap::merged, "big");
+    // cpu:0 taps one record at a time until its reader blocks writing into the full pipe. Each is
+    // followed by a plain record whose consumer says the reader got past the merged one: so none
+    // of them is still in the ring, unread, when the reader blocks (that would be a slow device).
+    std::atomic<int> read_past{0};
+    auto past = rx.attach<int>([&](const int&) { ++read_past; });
+    const auto pipe_full = [&] {
+      int unread = 0;
+      ::ioctl(rd, FIONREAD, &unread);
+      return unread >= 65536 - 4096;
+    };
+    for (int taps = 0; !pipe_full(); ++taps) {
+      REQUIRE(taps < 100000);
+      cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+        ctx.tap(point, std::array<int, 64>{});
+        ctx.tap(past, taps);
+      });
+      while (read_past <= taps && !pipe_full()) std::this_thread::sleep_for(1ms);
+    }
+    std::this_thread::sleep_for(50ms);
+    // cpu:1's one record, later than every one of cpu:0's: it must wait for cpu:0's last
+    cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(point, std::array<int, 64>{}); });
+    std::this_thread::sleep_for(300ms);  // 15 lags: cpu:0 sent nothing meanwhile (its reader is blocked)
+    std::atomic<bool> stop{false};
+    std::thread drain([&] {
+      char buffer[65536];
+      while (!stop)
+        if (::read(rd, buffer, sizeof buffer) <= 0) std::this_thread::sleep_for(1ms);
+    });
+    rx.close();
+    stop = true;
+    drain.join();
+  }
+  ::close(rd);
+  REQUIRE(got.size() >= 2);
+  CHECK(got.back().device == 1);
+  for (std::size_t i = 1; i < got.size(); ++i) {
+    INFO("record " << i << ": device " << got[i].device << ", sequence " << got[i].sequence);
+    CHECK(std::tuple(got[i - 1].time, got[i - 1].device, got[i - 1].sequence) <
+          std::tuple(got[i].time, got[i].device, got[i].sequence));
+  }
+}
