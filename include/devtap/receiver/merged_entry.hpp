@@ -58,9 +58,10 @@ public:
 
   ~merged_entry() override {
     helper_.request_stop();
-    if (helper_.get_id() == std::this_thread::get_id()) {
-      // Destroyed by user code the helper runs (it holds the lock): the sink's counters go with the
-      // receiver, so the helper counts nothing more and leaves once that call returns.
+    // Destroyed by user code the helper runs, or while the helper is still inside a call close()
+    // gave up waiting for (either holds the lock): the sink's counters go with the receiver, so the
+    // helper counts nothing more and leaves once that call returns.
+    if (helper_.get_id() == std::this_thread::get_id() || core_->in_call.load(std::memory_order_acquire)) {
       core_->orphaned.store(true, std::memory_order_release);
       helper_.detach();
       return;
@@ -120,7 +121,7 @@ private:
     const device* dev = nullptr;        // whose records they are (set at the start)
     std::uint64_t arrivals = 0;         // records handed in so far
     std::uint64_t arrivals_looked = 0;  // ... when the helper last looked
-    unsigned quiet_looks = 0;           // the helper's looks in a row that saw nothing arrive
+    std::uint64_t quiet_looks = 0;      // the helper's looks in a row that saw nothing arrive
     bool ended = false;                 // its stream ended (or close() gave up on the rest)
     bool finished = false;              // the consumer was told it ended
     std::uint64_t uncounted_records = 0;  // delivered, not yet in the device's stats (count_delivered)
@@ -139,7 +140,11 @@ private:
           // Half a lag between looks, rounded up (two quiet looks must span a whole lag: 3 ms looked
           // at every 1 ms called a device quiet after 2), at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
-                                                           std::chrono::hours(1))) {
+                                                           std::chrono::hours(1))),
+          // Two looks, or as many hours as a lag above two hours spans (a lag of 0 or less: two).
+          quiet_after(lag_.count() <= 0 ? 2
+                                        : std::max<std::uint64_t>(2, static_cast<std::uint64_t>(
+                                                                         lag_ / look_every + (lag_ % look_every != lag_.zero())))) {
       // Known from the start: close() tells every device's end to the consumer, also one whose
       // reader it gave up on before that reader handed anything in.
       for (std::size_t d = 0; d < devices.size(); ++d) queues[d].dev = devices[d];
@@ -152,12 +157,16 @@ private:
     std::vector<staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
     const std::chrono::milliseconds look_every;
+    const std::uint64_t quiet_after;  // looks in a row that saw nothing arrive: the device is quiet
     bool helper_looking = false;  // the helper looks every half lag (records are held)
+    bool final_asked = false;     // close(): the helper delivers what is held, then sets final_done
+    std::atomic<bool> final_done{false};
     // close() is done: the consumer is not called again. Set under the lock, or without it where
     // close() gave up waiting for a call stuck in the consumer; read under the lock before each call.
     std::atomic<bool> closed{false};
     std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
     std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
+    std::atomic<bool> in_call{false};                  // a call to the consumer runs (written under the lock)
 
     // Called by the device's reader: what it set aside joins the device's queue in one go (`lost`:
     // its stream was given up on; they are counted, never delivered).
@@ -191,7 +200,8 @@ private:
     }
 
     // close() is done with the devices (some may have been given up on): what is held goes out now,
-    // in order, and nothing after close() returns.
+    // in order, on the helper (a call that blocks there cannot hold close() up), and nothing after
+    // close() returns.
     void deliver_all_held() {
       // A reader close() gave up on may be stuck inside the consumer, holding the lock: wait while
       // calls keep returning (the helper may be busy delivering), give up once none has for 200 ms,
@@ -204,7 +214,15 @@ private:
       }
       if (lock.owns_lock()) {
         for (queue& q : queues) q.ended = true;
-        deliver_ready();
+        final_asked = helper_looking = true;
+        lock.unlock();
+        cv.notify_all();
+        // The same rule for the helper's calls: wait while they keep returning.
+        seen = calls_returned.load(std::memory_order_relaxed);
+        for (int still = 0; still < 200 && !final_done.load(std::memory_order_acquire); ++still) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
+        }
       }
       closed.store(true, std::memory_order_release);  // pairs with the acquire loads before each call
     }
@@ -260,18 +278,20 @@ private:
         bool may_go = first != queues.size();
         for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
           const queue& q = queues[d];
-          may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= 2;
+          may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= quiet_after;
         }
         if (!may_go) break;
         queue& q = queues[first];
         held& h = q.records.front();
         delivery result = delivery::delivered;
         std::exception_ptr error;
+        in_call.store(true, std::memory_order_relaxed);
         try {
           result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
         } catch (...) {
           error = std::current_exception();
         }
+        in_call.store(false, std::memory_order_relaxed);
         calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
         if (error) {
@@ -292,11 +312,13 @@ private:
         count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
         std::exception_ptr error;
+        in_call.store(true, std::memory_order_relaxed);
         try {
           inner->finish(d, *q.dev);
         } catch (...) {
           error = std::current_exception();
         }
+        in_call.store(false, std::memory_order_relaxed);
         if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
         if (error) sink.failed(d, error, true);
       }
@@ -307,13 +329,21 @@ private:
     void deliver_when_quiet(std::stop_token stop) {
       std::unique_lock lock(mutex);
       while (!stop.stop_requested()) {
-        if (!holding()) {
-          helper_looking = false;
-          cv.wait(lock, [&] { return stop.stop_requested() || helper_looking; });
+        if (final_asked) {  // close(): every device ended, or was given up on
+          final_asked = false;
+          deliver_ready();
+          final_done.store(true, std::memory_order_release);  // pairs with deliver_all_held's acquire
+          if (orphaned.load(std::memory_order_acquire)) return;
           continue;
         }
-        cv.wait_for(lock, look_every, [&] { return stop.stop_requested(); });
+        if (!holding()) {
+          helper_looking = false;
+          cv.wait(lock, [&] { return stop.stop_requested() || helper_looking || final_asked; });
+          continue;
+        }
+        cv.wait_for(lock, look_every, [&] { return stop.stop_requested() || final_asked; });
         if (stop.stop_requested()) break;
+        if (final_asked) continue;
         for (queue& q : queues) {  // quiet: nothing arrived in two looks half a lag apart
           q.quiet_looks = q.arrivals == q.arrivals_looked ? q.quiet_looks + 1 : 0;
           q.arrivals_looked = q.arrivals;
