@@ -1,6 +1,7 @@
 // Objects destroyed while other threads or objects still refer to them: a client before its
-// receiver, a receiver while a client's destructor closes it, a scope_guard after its device, and
-// a reader blocked writing the trace while a merged consumer waits on its device.
+// receiver, a receiver while a client's destructor closes it, a scope_guard after its device; a
+// reader blocked writing the trace while a merged consumer waits on its device; and device work
+// that failed (a CUDA kernel that faulted) before its receiver closed.
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
@@ -12,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -179,4 +181,46 @@ TEST_CASE("a reader blocked writing the trace hides no record from the merge") {
     CHECK(std::tuple(got[i - 1].time, got[i - 1].device, got[i - 1].sequence) <
           std::tuple(got[i].time, got[i].device, got[i].sequence));
   }
+}
+
+namespace {
+// A device whose pending work can fail, as a CUDA device's does when a kernel faults.
+struct failing_device final : devtap::device {
+  failing_device() : device(0, "failing", "failing:0", 0) {}
+  std::unique_ptr<devtap::detail::ring_allocation> allocate_ring(std::uint64_t capacity) override {
+    return std::make_unique<devtap::detail::host_ring_allocation>(capacity);
+  }
+  void after_pending_work(std::function<void()> fn) override {
+    if (fail.exchange(false)) note_work_failure("failing:0: waiting for pending work: a kernel faulted");
+    run_pending_work_callback(fn);
+  }
+  std::atomic<bool> fail{false};
+};
+}  // namespace
+
+TEST_CASE("device work that failed is reported by close(), once, to the receiver open then") {
+  failing_device dev;
+  dev.fail = true;
+  {
+    devtap::receiver before({.devices = {&dev}, .name = "before"});
+    before.barrier();  // the failure lands here: this receiver's
+    CHECK_THROWS_WITH(before.close(), Catch::Contains("[failing:0] (device work): failing:0: waiting for pending work: "
+                                                      "a kernel faulted (records its work tapped may be missing)"));
+  }
+  std::atomic<int> got{0};
+  devtap::receiver rx({.devices = {&dev}, .name = "after"});
+  auto point = rx.attach<int>([&](const int&) { ++got; });
+  for (int i = 0; i < 10; ++i) rx.outfeed(dev).tap(point, i);
+  CHECK_NOTHROW(rx.flush());
+  dev.fail = true;  // the work of this receiver's time fails: its close() says so
+  try {
+    rx.close();
+    FAIL("close() did not report the failed work");
+  } catch (const devtap::tap_error& e) {
+    CHECK(std::string(e.what()).find("a kernel faulted") != std::string::npos);
+    CHECK(std::string(e.what()).find("1 consumer failure") != std::string::npos);
+  }
+  CHECK(got == 10);
+  devtap::receiver next({.devices = {&dev}, .name = "next"});
+  CHECK_NOTHROW(next.close());  // reported once: not to the next receiver
 }

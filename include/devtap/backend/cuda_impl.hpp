@@ -22,8 +22,11 @@ DEVTAP_FUNC void cuda_device::after_pending_work(std::function<void()> fn) {
   helper_.post([this, fn = std::move(fn)] {
     cudaError_t status = cudaSetDevice(id());
     if (status == cudaSuccess) status = cudaDeviceSynchronize();
-    if (status != cudaSuccess)
-      log(log_level::error, "{}", detail::cuda_error_text(name() + ": waiting for pending work", status));
+    if (status != cudaSuccess) {  // (a kernel that faulted: what it tapped may be missing)
+      std::string what = detail::cuda_error_text(name() + ": waiting for pending work", status);
+      log(log_level::error, "{}", what);
+      note_work_failure(std::move(what));
+    }
     run_pending_work_callback(fn);
   });
 }

@@ -81,6 +81,15 @@ public:
     if (attached_.load(std::memory_order_acquire) == nullptr) return;
     if (auto* close = detail::close_receivers_draining.load(std::memory_order_acquire)) close(*this);
   }
+  /** Why the device's work failed since `seen` failures (empty: it did not), e.g. a CUDA kernel
+   *  that faulted; `seen` becomes the count now. A receiver reports it from close(): records that
+   *  work tapped may be missing. */
+  std::string work_failure_since(std::uint64_t& seen) const {
+    std::lock_guard lock(work_failure_mutex_);
+    const bool failed = work_failures_ > seen;
+    seen = work_failures_;
+    return failed ? work_failure_ : std::string();
+  }
   /** Detaches `out` if it is the attached one. */
   void detach(const outfeed* out) noexcept {
     const outfeed* expected = out;
@@ -88,6 +97,12 @@ public:
   }
 
 protected:
+  /** A backend says its pending work failed (`what`: why), before it runs after_pending_work's callback. */
+  void note_work_failure(std::string what) {
+    std::lock_guard lock(work_failure_mutex_);
+    ++work_failures_;
+    work_failure_ = std::move(what);
+  }
   /** Runs an `after_pending_work` callback on a backend's thread: an exception is logged, never lost. */
   void run_pending_work_callback(const std::function<void()>& fn) const noexcept;
 
@@ -102,6 +117,9 @@ private:
   std::mutex retired_mutex_;
   std::vector<std::shared_ptr<detail::ring_allocation>> retired_rings_;  // the newest last
   std::atomic<const outfeed*> attached_{nullptr};  // the attached receiver's handle
+  mutable std::mutex work_failure_mutex_;
+  std::uint64_t work_failures_ = 0;  // note_work_failure calls so far
+  std::string work_failure_;         // the last one's text
 };
 
 /** A backend's live instance: its platform and devices. */

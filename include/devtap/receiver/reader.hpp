@@ -66,6 +66,10 @@ struct device_stream {
   std::atomic<bool> finished{false};
   // Written by the reader before `finished`; read by close() after it.
   std::string failure;
+  // The device's work failures when the receiver opened; at close(), after its pending work, the
+  // last one's text if there were more (device::work_failure_since), read by close() as `failure`.
+  std::uint64_t work_failures_seen = 0;
+  std::string work_failure;
   std::map<std::uint32_t, std::uint64_t> unknown_by_id;   // consumer id -> records skipped
   std::map<std::uint32_t, std::uint64_t> mismatch_by_id;  // consumer id -> records skipped
   std::jthread thread;

@@ -71,6 +71,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     stream->index = i;
     stream->device_name = devs[i]->name();
     stream->ring = devs[i]->allocate_ring(capacity);
+    (void)devs[i]->work_failure_since(stream->work_failures_seen);  // only later failures are this receiver's
     if (state_->options.timestamps) stream->ring->calibrate_clock();  // a GPU's clock against the host's
     // The ring's copy of the name, not the stream's or the device's: a tap that fails after the
     // receiver, or the device's client, is gone still names it.
@@ -190,11 +191,13 @@ DEVTAP_FUNC void receiver::close() {
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)
       s->dev->after_pending_work([keep, s] {
+        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);  // before the end the reader sees
         detail::write_end_marker(s->ring->host);
         s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
       });
     else
       s->dev->after_pending_work([keep, s] {
+        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
         detail::close_ring(s->ring->host, detail::ring_ending);
         s->device_done.store(true, std::memory_order_seq_cst);
         detail::wake_reader(s->ring->host);
