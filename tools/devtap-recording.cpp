@@ -97,13 +97,14 @@ int trace(recording_reader& file, const std::string& out_path) {
   devtap::detail::trace_writer trace(out_path, file.receiver_name(), names, file.origin_ns(), "");  // errors name the path
   trace.start();
   for (const auto& [id, name] : file.scope_names()) trace.name_scope(id, name);
+  // Lines and markers only add to a device's buffer; records say when it is full. A run of lines
+  // alone is written every so many, so the buffer stays small.
+  std::vector<unsigned> unwritten(file.devices().size());
   file.for_each([&](const recorded_entry& e) {
-    if (e.is_line) {  // a printer's line, as the live printer wrote it
-      trace.line(e.device, e.stamp.time_ns, e.text, true);
-      return;
-    }
-    if (e.is_marker) {
-      trace.marker(e.device, e.stamp.time_ns, e.marker, e.count, e.text, true);
+    if (e.is_line || e.is_marker) {
+      if (e.is_line) trace.line(e.device, e.stamp.time_ns, e.text, true);  // a printer's line, as the live printer wrote it
+      else trace.marker(e.device, e.stamp.time_ns, e.marker, e.count, e.text, true);
+      if (e.device < unwritten.size() && ++unwritten[e.device] == 256) trace.write_out(e.device), unwritten[e.device] = 0;
       return;
     }
     const devtap::detail::point_description* point = file.point(e.id);

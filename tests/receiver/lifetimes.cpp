@@ -93,6 +93,51 @@ TEST_CASE("a receiver destroyed while a client's destructor closes it waits for 
   }
 }
 
+namespace {
+std::unique_ptr<devtap::receiver> destroyed_inside;  // destroyed by code the client's destructor runs
+std::atomic<bool> warned{false}, destroyed{false};
+}  // namespace
+
+TEST_CASE("a receiver destroyed from its own consumer while a client's destructor is about to close it") {
+  devtap_test::watchdog dog(30s);
+  devtap_test::one_cpu pin;
+  warned = destroyed = false;
+  devtap::set_log_sink([](devtap::log_level level, std::string_view text) {
+    if (level == devtap::log_level::warn && text.find("whose client is being destroyed") != std::string_view::npos) {
+      warned = true;  // the client's thread took the receiver off the list; it closes it next
+      const auto end = std::chrono::steady_clock::now() + 100ms;  // spinning: the reader runs first
+      while (std::chrono::steady_clock::now() < end) {
+      }
+    }
+  });
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  destroyed_inside = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = {cpus->cpu_devices()[0]}, .name = "victim"});
+  auto point = destroyed_inside->attach<int>([](const int&) {
+    while (!warned) std::this_thread::sleep_for(1ms);
+    destroyed_inside.reset();  // from its own reader: abandoned, freed (ASan: the client's close read it)
+    destroyed = true;
+  });
+  destroyed_inside->outfeed(*cpus->cpu_devices()[0]).tap(point, 1);
+  cpus.reset();
+  devtap::set_log_sink({});
+  CHECK(destroyed);
+}
+
+TEST_CASE("a log sink that destroys the receiver named in a client's 'closed first' warning") {
+  devtap_test::watchdog dog(30s);
+  devtap::set_log_sink([](devtap::log_level level, std::string_view text) {
+    if (level == devtap::log_level::warn && text.find("whose client is being destroyed") != std::string_view::npos)
+      destroyed_inside.reset();  // on the client's thread, before it closes the receiver (it waited for itself)
+  });
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  destroyed_inside = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = {cpus->cpu_devices()[0]}, .name = "sink"});
+  cpus.reset();
+  devtap::set_log_sink({});
+  CHECK(destroyed_inside == nullptr);
+}
+
 TEST_CASE("a scope_guard that outlives its device's client ends with a logged refusal") {
   log_capture log;
   auto cpus = std::make_unique<devtap::cpu_client>(1);

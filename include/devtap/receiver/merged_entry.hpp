@@ -61,8 +61,10 @@ public:
     // Destroyed by user code the helper runs, or while the helper is still inside a call close()
     // gave up waiting for (either holds the lock): the sink's counters go with the receiver, so the
     // helper counts nothing more and leaves once that call returns.
-    if (helper_.get_id() == std::this_thread::get_id() || core_->in_call.load(std::memory_order_acquire)) {
-      core_->orphaned.store(true, std::memory_order_release);
+    // Orphaned first, then in_call (seq_cst both, as the helper's store and load after a call): the
+    // helper either sees `orphaned` once its call returns, or was not in a call and is joined.
+    core_->orphaned.store(true, std::memory_order_seq_cst);
+    if (helper_.get_id() == std::this_thread::get_id() || core_->in_call.load(std::memory_order_seq_cst)) {
       helper_.detach();
       return;
     }
@@ -164,7 +166,7 @@ private:
     // close() is done: the consumer is not called again. Set under the lock, or without it where
     // close() gave up waiting for a call stuck in the consumer; read under the lock before each call.
     std::atomic<bool> closed{false};
-    std::atomic<bool> orphaned{false};                 // the entry was destroyed from a call on the helper
+    std::atomic<bool> orphaned{false};                 // the entry was destroyed: the helper counts nothing more
     std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
     std::atomic<bool> in_call{false};                  // a call to the consumer runs (written under the lock)
 
@@ -291,9 +293,9 @@ private:
         } catch (...) {
           error = std::current_exception();
         }
-        in_call.store(false, std::memory_order_relaxed);
+        in_call.store(false, std::memory_order_seq_cst);  // then orphaned: see ~merged_entry
         calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
+        if (orphaned.load(std::memory_order_seq_cst)) return;  // the sink's receiver is gone
         if (error) {
           sink.failed(first, error, false);
         } else if (result == delivery::delivered) {
@@ -318,8 +320,9 @@ private:
         } catch (...) {
           error = std::current_exception();
         }
-        in_call.store(false, std::memory_order_relaxed);
-        if (orphaned.load(std::memory_order_acquire)) return;  // the sink's receiver is gone
+        in_call.store(false, std::memory_order_seq_cst);
+        calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        if (orphaned.load(std::memory_order_seq_cst)) return;  // the sink's receiver is gone
         if (error) sink.failed(d, error, true);
       }
     }

@@ -4,20 +4,20 @@
 #include <devtap/config.hpp>
 #include <devtap/fwd.hpp>
 
-#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
+struct receiver_state;
+
 struct open_receiver_list {
   std::mutex mutex;
-  std::vector<receiver*> open;
-  // Taken off `open` by close_open_receivers and being closed there: their destructors wait on
-  // `closed_elsewhere` until it is done, so that close() never runs on a receiver already freed.
-  std::vector<const receiver*> closing;
-  std::condition_variable closed_elsewhere;
+  // Their states, not the receivers: one taken off the list is closed through its state, which
+  // its owner may be destroying the receiver meanwhile.
+  std::vector<std::shared_ptr<receiver_state>> open;
   bool handler_registered = false;
 };
 

@@ -73,6 +73,7 @@ struct device_stream {
   std::map<std::uint32_t, std::uint64_t> unknown_by_id;   // consumer id -> records skipped
   std::map<std::uint32_t, std::uint64_t> mismatch_by_id;  // consumer id -> records skipped
   std::jthread thread;
+  std::thread::id reader_id;  // thread's, kept apart: close() joins or detaches `thread` while others ask
 };
 
 /** The ids of receivers: a tap_point carries its receiver's, so a point of another never delivers. */
@@ -107,6 +108,9 @@ struct receiver_state {
   // destroy the receiver (close() then goes on with the state alone).
   std::mutex close_mutex;
   std::atomic<std::thread::id> closing_thread{};  // the thread in close(), while it runs
+  // close() began (or the receiver was destroyed from a consumer): in the state, not the receiver,
+  // so that the exit handler or a client's destructor can close one its owner is destroying.
+  std::atomic<bool> closed{false};
 
   // The trace file and the recording (receiver_options::trace_file, record_file): made before the
   // readers start, closed by close() after them; each reader feeds them every record it reads.

@@ -47,7 +47,15 @@ DEVTAP_BEGIN_NAMESPACE
 
 namespace detail {
 struct receiver_access;
-}
+/** Where a wait for the streams would wait for itself: a device's own work (close, barrier, or the
+ *  destructor waits behind it) or a reader thread (a consumer calling in). Null when neither. */
+const char* inside(const receiver_state& state, bool devices_too = true);
+void refuse_inside(const receiver_state& state, const char* call, bool devices_too);
+/** receiver::close() on the state alone: the receiver may be destroyed meanwhile (a consumer). */
+void close_receiver(const std::shared_ptr<receiver_state>& keep);
+/** Off the list of open receivers: the exit handler leaves it alone. */
+void forget(const receiver_state& state) noexcept;
+}  // namespace detail
 
 /** Drains the rings of a set of devices into consumers attached with `attach`. At most one per device. */
 class receiver {
@@ -135,7 +143,7 @@ private:
   tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name, bool merge = false,
                            detail::point_kind kind = detail::point_kind::tap) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
-    if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
+    if (state_->closed.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
     const std::size_t devices = state_->streams.size();
     std::lock_guard lock(state_->table_mutex);
     const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
@@ -188,7 +196,7 @@ private:
   template <class Req, class Rep, class Fn>
   call_point<Req, Rep> serve_impl(Fn fn, bool one_at_a_time, std::string name) {
     static_assert(detail::check_handler<Req, Rep, Fn>());  // one message at the user's line
-    if (closed_.load(std::memory_order_acquire)) throw std::logic_error("devtap: serve() on receiver '" + state_->name + "' after close()");
+    if (state_->closed.load(std::memory_order_acquire)) throw std::logic_error("devtap: serve() on receiver '" + state_->name + "' after close()");
     std::vector<detail::ring_view> rings;
     for (const auto& stream : state_->streams) rings.push_back(stream->ring->host);
     std::lock_guard lock(state_->table_mutex);
@@ -202,25 +210,18 @@ private:
     return call_point<Req, Rep>{id | detail::call_id_flag, call_fingerprint_v<Req, Rep>, state_->id};
   }
 
-  // Where a wait for the streams would wait for itself: a device's own work (close, barrier, or the
-  // destructor waits behind it) or a reader thread (a consumer calling in). Null when neither.
-  const char* inside(bool devices_too = true) const;
-  void refuse_inside(const char* call, bool devices_too) const;
+  const char* inside(bool devices_too = true) const { return detail::inside(*state_, devices_too); }
+  void refuse_inside(const char* call, bool devices_too) const { detail::refuse_inside(*state_, call, devices_too); }
 
   void abandon_all();
 
   void flush_until(std::chrono::steady_clock::time_point deadline, const char* call);
-
-  // Off the list of open receivers; `destroying`, also waits for a close() that the exit handler or
-  // a client's destructor runs on it elsewhere (*this must outlive it).
-  void forget(bool destroying = false) noexcept;
 
   detail::device_stream& stream_of(const device& dev) const;
 
   friend struct detail::receiver_access;
 
   std::shared_ptr<detail::receiver_state> state_;
-  std::atomic<bool> closed_{false};
 };
 
 namespace detail {

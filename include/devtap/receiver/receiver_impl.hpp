@@ -110,22 +110,24 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     give_up();
     throw;
   }
-  for (auto& stream : state_->streams)
+  for (auto& stream : state_->streams) {
     stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
+    stream->reader_id = stream->thread.get_id();
+  }
   {
     auto& list = detail::open_receivers();
     std::lock_guard lock(list.mutex);
     if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
     detail::close_receivers_draining.store(&detail::close_open_receivers_draining, std::memory_order_release);
-    list.open.push_back(this);
+    list.open.push_back(state_);
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
       state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
 }
 
 DEVTAP_FUNC receiver::~receiver() {
-  forget(true);
-  if (closed_.load(std::memory_order_acquire)) return;
+  detail::forget(*state_);
+  if (state_->closed.load(std::memory_order_acquire)) return;
   if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
         where);
@@ -150,13 +152,13 @@ DEVTAP_FUNC std::vector<device*> receiver::devices() const {
 
 DEVTAP_FUNC void receiver::flush() {
   refuse_inside("flush()", false);
-  if (closed_.load(std::memory_order_acquire)) return;  // nothing more will be consumed
+  if (state_->closed.load(std::memory_order_acquire)) return;  // nothing more will be consumed
   flush_until(detail::deadline_after(state_->options.close_timeout), "flush()");
 }
 
 DEVTAP_FUNC void receiver::barrier() {
-  refuse_inside("barrier()", !closed_.load(std::memory_order_acquire));  // (once closed, its devices may be gone)
-  if (closed_.load(std::memory_order_acquire)) return;                   // its streams ended
+  refuse_inside("barrier()", !state_->closed.load(std::memory_order_acquire));  // (once closed, its devices may be gone)
+  if (state_->closed.load(std::memory_order_acquire)) return;                   // its streams ended
   const auto deadline = detail::deadline_after(state_->options.close_timeout);
   const std::vector<std::string> busy = detail::wait_for_pending_work(state_->streams, deadline);
   if (!busy.empty())
@@ -167,26 +169,28 @@ DEVTAP_FUNC void receiver::barrier() {
   flush_until(deadline, "barrier()");
 }
 
-DEVTAP_FUNC void receiver::close() {
-  const std::shared_ptr<detail::receiver_state> keep = state_;  // a consumer may destroy *this meanwhile
+DEVTAP_FUNC void receiver::close() { detail::close_receiver(state_); }
+
+DEVTAP_FUNC void detail::close_receiver(const std::shared_ptr<receiver_state>& keep_) {
+  const std::shared_ptr<receiver_state> keep = keep_;  // a consumer may destroy the receiver meanwhile
   auto& state = *keep;
   std::unique_lock closing(state.close_mutex, std::defer_lock);
   // User code that close() runs on its own thread (a log sink) holds the lock already: refused
   // first, as try_lock on a mutex this thread holds is undefined.
-  if (inside(false) != nullptr) refuse_inside("close()", true);
+  if (inside(state, false) != nullptr) refuse_inside(state, "close()", true);
   if (!closing.try_lock()) {  // another close() runs: wait for it to finish, unless it waits for us
-    refuse_inside("close()", true);
+    refuse_inside(state, "close()", true);
     closing.lock();
   }
-  if (closed_.load(std::memory_order_relaxed)) return;
-  refuse_inside("close()", true);
+  if (state.closed.load(std::memory_order_relaxed)) return;
+  refuse_inside(state, "close()", true);
   struct closing_here {  // inside() tells this thread apart while close() runs
     detail::receiver_state& state;
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
   } const mark_closing{state};
   state.closing_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  closed_.store(true, std::memory_order_release);
-  forget();
+  state.closed.store(true, std::memory_order_release);
+  forget(state);
   for (auto& stream : state.streams) {
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)
@@ -297,25 +301,25 @@ DEVTAP_FUNC receiver_stats receiver::stats() const {
   return st;
 }
 
-DEVTAP_FUNC const char* receiver::inside(bool devices_too) const {
-  if (detail::receiver_read_here == state_->id) return "a consumer of this receiver";  // a reader, or a merged consumer's helper
-  if (state_->closing_thread.load(std::memory_order_relaxed) == std::this_thread::get_id())
-    return "a consumer of this receiver";  // one that close() calls (it may have called another receiver's close() since)
-  for (const auto& stream : state_->streams) {
-    if (stream->thread.get_id() == std::this_thread::get_id()) return "a consumer of this receiver";
+DEVTAP_FUNC const char* detail::inside(const receiver_state& state, bool devices_too) {
+  if (receiver_read_here == state.id) return "a consumer of this receiver";  // a reader, or a merged consumer's helper
+  if (state.closing_thread.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    return "a consumer of this receiver";  // user code that close() runs (a log sink)
+  for (const auto& stream : state.streams) {
+    if (stream->reader_id == std::this_thread::get_id()) return "a consumer of this receiver";
     if (devices_too && stream->dev->runs_on_this_thread()) return "the work of one of its devices";
   }
   return nullptr;
 }
 
-DEVTAP_FUNC void receiver::refuse_inside(const char* call, bool devices_too) const {
-  if (const char* where = inside(devices_too))
-    throw std::logic_error(std::string("devtap: receiver '") + state_->name + "': " + call + " called from " + where +
+DEVTAP_FUNC void detail::refuse_inside(const receiver_state& state, const char* call, bool devices_too) {
+  if (const char* where = inside(state, devices_too))
+    throw std::logic_error(std::string("devtap: receiver '") + state.name + "': " + call + " called from " + where +
                            ", which it would wait for; call it from another thread");
 }
 
 DEVTAP_FUNC void receiver::abandon_all() {
-  closed_.store(true, std::memory_order_release);
+  state_->closed.store(true, std::memory_order_release);
   {  // no consumer is called again: a merged one's held records with them (its helper runs on)
     std::lock_guard lock(state_->table_mutex);
     for (auto& entry : state_->entries) entry->abandon_held();
@@ -370,5 +374,5 @@ DEVTAP_FUNC detail::device_stream& receiver::stream_of(const device& dev) const 
 
 DEVTAP_END_NAMESPACE
 
-// The list of open receivers: forget() and what the exit handler and clients' destructors call.
+// The list of open receivers: what the exit handler and clients' destructors close.
 #include <devtap/receiver/open_receivers_impl.hpp>

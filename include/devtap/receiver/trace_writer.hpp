@@ -52,10 +52,10 @@ private:
                    std::string_view category, std::string_view name);
   void marker_event(std::string& out, std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
                     std::string_view text);
-  void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped, bool defer = false);  // the reader's
-  // The reader's: counts it; writes the track out when it has grown large, but where `defer`
-  // (record(): its reader calls write_out once it has handed in what it set aside).
-  void done_event(track& t, bool defer = false);
+  void dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped);  // the reader's
+  // The reader's: counts it. A track grown large is written by write_out, which its reader calls
+  // when record() says so, after handing in what it set aside for merged consumers.
+  void done_event(track& t);
   void write_locked(std::string_view text) { sink_file::write_locked(text.data(), text.size()); }  // file_mutex_ held
 
   std::uint64_t origin_ns_;

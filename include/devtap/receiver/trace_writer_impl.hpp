@@ -71,20 +71,14 @@ DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, 
   append_json_string(out, name);
 }
 
-DEVTAP_FUNC void trace_writer::done_event(track& t, bool defer) {
-  events_.fetch_add(1, std::memory_order_relaxed);
-  if (defer || t.own.size() < trace_flush_bytes) return;
-  std::lock_guard lock(file_mutex_);
-  write_locked(t.own);
-  t.own.clear();
-}
+DEVTAP_FUNC void trace_writer::done_event(track&) { events_.fetch_add(1, std::memory_order_relaxed); }
 
 DEVTAP_FUNC bool trace_writer::record(const sink_record& rec, const point_description* point,
                                       const consumer_entry* entry) {
   track* tp = reader_track(rec.device);
   if (tp == nullptr) return false;
   track& t = *tp;
-  dropped_event(t, rec.device, rec.stamp.time_ns, rec.dropped, true);
+  dropped_event(t, rec.device, rec.stamp.time_ns, rec.dropped);
   std::string& out = t.own;
   const point_kind kind = point != nullptr ? point->kind : point_kind::tap;
   if (kind == point_kind::print) return t.own.size() >= trace_flush_bytes;  // its lines arrive through line(), formatted
@@ -101,7 +95,7 @@ DEVTAP_FUNC bool trace_writer::record(const sink_record& rec, const point_descri
       out += ",\"args\":{\"id\":";
       append_json_number(out, e->id);
       out += "}}";
-      done_event(t, true);
+      done_event(t);
       return t.own.size() >= trace_flush_bytes;
     }
   }
@@ -125,7 +119,7 @@ DEVTAP_FUNC bool trace_writer::record(const sink_record& rec, const point_descri
   out += "\"sequence\":";
   append_json_number(out, rec.stamp.sequence);
   out += "}}";
-  done_event(t, true);
+  done_event(t);
   return t.own.size() >= trace_flush_bytes;
 }
 
@@ -156,12 +150,11 @@ DEVTAP_FUNC void trace_writer::marker_event(std::string& out, std::size_t device
   out += "}}";
 }
 
-DEVTAP_FUNC void trace_writer::dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped,
-                                             bool defer) {
+DEVTAP_FUNC void trace_writer::dropped_event(track& t, std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) {
   if (dropped <= t.dropped) return;
   marker_event(t.own, device, time_ns, marker_kind::dropped, dropped - t.dropped, "taps the device did not write");
   t.dropped = dropped;
-  done_event(t, defer);
+  done_event(t);
 }
 
 DEVTAP_FUNC void trace_writer::marker(std::size_t device, std::uint64_t time_ns, marker_kind kind, std::uint64_t count,
