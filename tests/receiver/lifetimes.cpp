@@ -124,6 +124,41 @@ TEST_CASE("a receiver destroyed from its own consumer while a client's destructo
   CHECK(destroyed);
 }
 
+// Both orders of the race: the consumer claims the close first (it abandons the streams; the
+// client's close returns at once) or the client does (it drains them). Either way once, and
+// without waiting for close_timeout (it used to: both closed, and close() waited for an end the
+// abandoned reader never reached; with two devices, it joined a thread abandon had detached).
+TEST_CASE("a receiver destroyed from its own consumer while a client's destructor closes it is closed once") {
+  devtap_test::watchdog dog(60s);
+  const unsigned devices = GENERATE(1u, 2u);
+  const bool consumer_first = GENERATE(false, true);
+  INFO(devices << " device(s), the consumer's claim " << (consumer_first ? "first" : "second"));
+  warned = destroyed = false;
+  devtap::set_log_sink([](devtap::log_level level, std::string_view text) {
+    if (level == devtap::log_level::warn && text.find("whose client is being destroyed") != std::string_view::npos &&
+        !warned.exchange(true))
+      std::this_thread::sleep_for(100ms);  // the client's thread, before its close: the reader meanwhile
+  });
+  auto cpus = std::make_unique<devtap::cpu_client>(devices);
+  std::vector<devtap::device*> devs;
+  for (auto* d : cpus->cpu_devices()) devs.push_back(d);
+  destroyed_inside = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = devs, .close_timeout = 5s, .name = "victim"});
+  auto point = destroyed_inside->attach<int>([consumer_first](const int&) {
+    while (!warned) std::this_thread::sleep_for(1ms);
+    if (!consumer_first) std::this_thread::sleep_for(200ms);  // the client's close claims it first
+    destroyed_inside.reset();
+    destroyed = true;
+  });
+  destroyed_inside->outfeed(*devs[0]).tap(point, 1);
+  const auto start = std::chrono::steady_clock::now();
+  cpus.reset();
+  const auto took = std::chrono::steady_clock::now() - start;
+  devtap::set_log_sink({});
+  CHECK(destroyed);
+  CHECK(took < 4s);  // (close_timeout is 5 s: reached only by a close that waited for an abandoned reader)
+}
+
 TEST_CASE("a log sink that destroys the receiver named in a client's 'closed first' warning") {
   devtap_test::watchdog dog(30s);
   devtap::set_log_sink([](devtap::log_level level, std::string_view text) {

@@ -129,6 +129,11 @@ DEVTAP_FUNC receiver::~receiver() {
   detail::forget(*state_);
   if (state_->closed.load(std::memory_order_acquire)) return;
   if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
+    // Unless a close() on another thread (a client's destructor, the exit handler) holds it: that
+    // close drains it once this thread returns. Abandoned under the close's lock, so such a close
+    // that comes later waits before the devices go.
+    const std::unique_lock claim(state_->close_mutex, std::try_to_lock);
+    if (!claim.owns_lock() || state_->closed.exchange(true, std::memory_order_acq_rel)) return;
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
         where);
     abandon_all();
@@ -184,12 +189,14 @@ DEVTAP_FUNC void detail::close_receiver(const std::shared_ptr<receiver_state>& k
   }
   if (state.closed.load(std::memory_order_relaxed)) return;
   refuse_inside(state, "close()", true);
+  // Claimed at once, not only checked: a receiver destroyed from its consumer (abandon) or closed
+  // by another thread (close_open_receivers, without this receiver) must not be closed twice.
+  if (state.closed.exchange(true, std::memory_order_acq_rel)) return;
   struct closing_here {  // inside() tells this thread apart while close() runs
     detail::receiver_state& state;
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
   } const mark_closing{state};
   state.closing_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  state.closed.store(true, std::memory_order_release);
   forget(state);
   for (auto& stream : state.streams) {
     detail::device_stream* s = stream.get();
@@ -318,8 +325,7 @@ DEVTAP_FUNC void detail::refuse_inside(const receiver_state& state, const char* 
                            ", which it would wait for; call it from another thread");
 }
 
-DEVTAP_FUNC void receiver::abandon_all() {
-  state_->closed.store(true, std::memory_order_release);
+DEVTAP_FUNC void receiver::abandon_all() {  // (closed: claimed by ~receiver)
   {  // no consumer is called again: a merged one's held records with them (its helper runs on)
     std::lock_guard lock(state_->table_mutex);
     for (auto& entry : state_->entries) entry->abandon_held();
