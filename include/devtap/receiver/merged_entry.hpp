@@ -59,10 +59,9 @@ public:
   ~merged_entry() override {
     helper_.request_stop();
     // Destroyed by user code the helper runs, or while the helper is still inside a call close()
-    // gave up waiting for (either holds the lock): the sink's counters go with the receiver, so the
-    // helper counts nothing more and leaves once that call returns.
-    // Orphaned first, then in_call (seq_cst both, as the helper's store and load after a call): the
-    // helper either sees `orphaned` once its call returns, or was not in a call and is joined.
+    // gave up waiting for: the sink's counters go with the receiver, so the helper counts nothing
+    // more and leaves once that call returns. Orphaned first, then in_call (seq_cst, as in
+    // call_consumer): the helper sees `orphaned` after its call, or was in none and is joined.
     core_->orphaned.store(true, std::memory_order_seq_cst);
     if (helper_.get_id() == std::this_thread::get_id() || core_->in_call.load(std::memory_order_seq_cst)) {
       helper_.detach();
@@ -209,24 +208,43 @@ private:
       // calls keep returning (the helper may be busy delivering), give up once none has for 200 ms,
       // never hang. Given up, what is held is counted lost by the next holder of the lock.
       std::unique_lock lock(mutex, std::defer_lock);
-      std::uint64_t seen = calls_returned.load(std::memory_order_relaxed);
-      for (int still = 0; still < 200 && !lock.try_lock(); ++still) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
-      }
-      if (lock.owns_lock()) {
+      if (wait_while_calls_return([&] { return lock.try_lock(); })) {
         for (queue& q : queues) q.ended = true;
         final_asked = helper_looking = true;
         lock.unlock();
         cv.notify_all();
-        // The same rule for the helper's calls: wait while they keep returning.
-        seen = calls_returned.load(std::memory_order_relaxed);
-        for (int still = 0; still < 200 && !final_done.load(std::memory_order_acquire); ++still) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
-        }
+        // The same rule for the helper's calls.
+        wait_while_calls_return([&] { return final_done.load(std::memory_order_acquire); });
       }
       closed.store(true, std::memory_order_release);  // pairs with the acquire loads before each call
+    }
+
+    // Until `done()`, while calls into the consumer keep returning; gives up (false) once none has
+    // for 200 ms: close() is bounded however the consumer behaves.
+    template <class Done>
+    bool wait_while_calls_return(Done done) {
+      std::uint64_t seen = calls_returned.load(std::memory_order_relaxed);
+      for (int still = 0; still < 200; ++still) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
+      }
+      return false;
+    }
+
+    // Under the lock: one call into the consumer (`error`: what it threw), marked for ~merged_entry
+    // and counted for close()'s wait. False when the entry went meanwhile: count nothing more.
+    template <class Call>
+    bool call_consumer(Call call, std::exception_ptr& error) {
+      in_call.store(true, std::memory_order_relaxed);
+      try {
+        call();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      in_call.store(false, std::memory_order_seq_cst);  // then orphaned: see ~merged_entry
+      calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return !orphaned.load(std::memory_order_seq_cst);
     }
 
     void wake_helper() {
@@ -287,15 +305,8 @@ private:
         held& h = q.records.front();
         delivery result = delivery::delivered;
         std::exception_ptr error;
-        in_call.store(true, std::memory_order_relaxed);
-        try {
-          result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        in_call.store(false, std::memory_order_seq_cst);  // then orphaned: see ~merged_entry
-        calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (orphaned.load(std::memory_order_seq_cst)) return;  // the sink's receiver is gone
+        if (!call_consumer([&] { result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size); }, error))
+          return;  // the sink's receiver is gone
         if (error) {
           sink.failed(first, error, false);
         } else if (result == delivery::delivered) {
@@ -314,15 +325,7 @@ private:
         count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
         std::exception_ptr error;
-        in_call.store(true, std::memory_order_relaxed);
-        try {
-          inner->finish(d, *q.dev);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        in_call.store(false, std::memory_order_seq_cst);
-        calls_returned.store(calls_returned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        if (orphaned.load(std::memory_order_seq_cst)) return;  // the sink's receiver is gone
+        if (!call_consumer([&] { inner->finish(d, *q.dev); }, error)) return;  // the sink's receiver is gone
         if (error) sink.failed(d, error, true);
       }
     }

@@ -52,7 +52,7 @@ struct receiver_access;
 const char* inside(const receiver_state& state, bool devices_too = true);
 void refuse_inside(const receiver_state& state, const char* call, bool devices_too);
 /** receiver::close() on the state alone: the receiver may be destroyed meanwhile (a consumer). */
-void close_receiver(const std::shared_ptr<receiver_state>& keep);
+void close_receiver(std::shared_ptr<receiver_state> keep);
 /** Off the list of open receivers: the exit handler leaves it alone. */
 void forget(const receiver_state& state) noexcept;
 }  // namespace detail

@@ -176,8 +176,7 @@ DEVTAP_FUNC void receiver::barrier() {
 
 DEVTAP_FUNC void receiver::close() { detail::close_receiver(state_); }
 
-DEVTAP_FUNC void detail::close_receiver(const std::shared_ptr<receiver_state>& keep_) {
-  const std::shared_ptr<receiver_state> keep = keep_;  // a consumer may destroy the receiver meanwhile
+DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) {  // (owned: a consumer may destroy the receiver)
   auto& state = *keep;
   std::unique_lock closing(state.close_mutex, std::defer_lock);
   // User code that close() runs on its own thread (a log sink) holds the lock already: refused
