@@ -1512,6 +1512,47 @@ TEST_CASE("record_file: a pipe nobody reads does not hold close() past its deadl
   work.get();
 }
 
+TEST_CASE("trace_file and record_file: close()'s own last writes into a full pipe nobody reads end at its deadline") {
+  const bool trace = GENERATE(true, false);
+  CAPTURE(trace);
+  temp_file fifo("full-fifo");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);  // there, but it never reads
+  REQUIRE(reader >= 0);
+  devtap::cpu_client cpus(2);
+  devtap::receiver_options options{.devices = all(cpus), .close_timeout = 200ms};
+  (trace ? options.trace_file : options.record_file) = fifo.path;
+  auto rx = std::make_unique<devtap::receiver>(options);
+  auto point = rx->attach<int>([](const int&) {}, "n");
+  for (auto* dev : cpus.cpu_devices()) dev->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 10; ++i) ctx.tap(point, i); });
+  rx->flush();  // the readers have written all they hold: nothing of theirs waits at close
+  // Then the pipe fills up (another writer): only close()'s own last writes find it full.
+  const int filler = ::open(fifo.path.c_str(), O_WRONLY | O_NONBLOCK);
+  REQUIRE(filler >= 0);
+  std::vector<char> junk(4096, 'x');
+  while (::write(filler, junk.data(), junk.size()) > 0) {
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    rx->close();
+    FAIL("close() did not report the file it could not finish");
+  } catch (const devtap::tap_error& e) {  // not a timeout: every reader finished
+    CHECK_THAT(e.what(), Catch::Contains("did not finish by close()'s deadline (a pipe nobody reads?)"));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= 150ms);  // it waited for the pipe until close()'s deadline...
+  CHECK(took < 5s);      // ...not for ever
+  rx.reset();
+  ::close(filler);
+  char buffer[1 << 16];  // the file was closed: the pipe reads its end once drained
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  ssize_t got = 1;
+  while (got != 0 && std::chrono::steady_clock::now() < until)
+    if ((got = ::read(reader, buffer, sizeof buffer)) < 0) std::this_thread::sleep_for(1ms);
+  CHECK(got == 0);
+  ::close(reader);
+}
+
 TEST_CASE("record_file: close() after a timeout waits for a short write of another thread, and completes a regular file") {
   temp_file file("short-holder");
   devtap::cpu_client cpus(1);

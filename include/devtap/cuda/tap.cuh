@@ -229,7 +229,10 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
   const unsigned lanes = static_cast<unsigned>(__popc(mask));
   const unsigned rank = lanes_below(mask);
   const std::uint64_t stamp_bytes = out.timestamps() ? sizeof(tap_stamp) : 0;
-  const std::uint64_t payload = stamp_bytes + shfl_u64(mask, encoded_size(value), leader);
+  // The first lane's size is the claim's: every lane's stores below stay within it, even where a
+  // lane passed a value of another size (a lane at another call site with the same `lanes`).
+  const std::uint64_t value_bytes = shfl_u64(mask, encoded_size(value), leader);
+  const std::uint64_t payload = stamp_bytes + value_bytes;
   const std::uint64_t bytes = record_bytes(payload);
   // The first lane's point decides for all (it is the one committed): lanes that passed another
   // point cannot leave the others waiting in a shuffle for them.
@@ -263,17 +266,21 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
   }
   const unsigned copiers = group_named ? lanes : 1;
   if constexpr (is_raw_v<T>) {
-    if (rank < copiers) strided_copy(dst, reinterpret_cast<const std::byte*>(&value), sizeof(T), rank, copiers);
+    const std::uint64_t n = sizeof(T) < value_bytes ? sizeof(T) : value_bytes;
+    if (rank < copiers) strided_copy(dst, reinterpret_cast<const std::byte*>(&value), n, rank, copiers);
   } else if constexpr (shape_of<T> == shape::span) {
     using E = typename T::element_type;
-    const auto count = shfl_u64(mask, value.size(), leader);
+    // The element bytes the claim holds after the u64 count (the leader's count times its element size).
+    const std::uint64_t element_bytes = value_bytes >= 8 ? value_bytes - 8 : 0;
+    const std::uint64_t leader_count = shfl_u64(mask, value.size(), leader);
+    const std::uint64_t count = leader_count < element_bytes / sizeof(E) ? leader_count : element_bytes / sizeof(E);
     const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
         shfl_u64(mask, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data())), leader)));
     // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
     // same address names each lane's own local memory. Then the leader copies them alone.
     const bool lanes_can_read =
         group_named && __shfl_sync(mask, lane == leader ? !__isLocal(value.data()) : 0, static_cast<int>(leader)) != 0;
-    if (rank == 0) *reinterpret_cast<std::uint64_t*>(dst) = count;  // the span encoding: u64 count, elements
+    if (rank == 0 && value_bytes >= 8) *reinterpret_cast<std::uint64_t*>(dst) = count;  // u64 count, elements
     if (lanes_can_read) strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
     else if (lane == leader) strided_copy(dst + 8, data, count * sizeof(E), 0, 1);
   } else {
@@ -296,8 +303,8 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
  *  as for `tap`), all copy the payload — raw values and `std::span<const U>` 8 bytes per lane and
  *  instruction, other types by the first lane — and the first commits once every lane's stores
  *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
- *  The point, and a span's pointer and size, are taken from the first lane, so lanes that disagree
- *  cannot write outside the claim; a span in the first lane's local memory (an array on its stack)
+ *  The point, the value's size, and a span's pointer and length are taken from the first lane, so
+ *  lanes that disagree (even on the type) cannot write outside the claim; a span in the first lane's local memory (an array on its stack)
  *  is copied by that lane alone. Lanes holding handles of different rings form separate groups;
  *  lanes holding an empty handle send nothing. Called by one thread, it is a plain tap.
  *

@@ -252,7 +252,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     // (from here on, close() touches the state only).
     for (auto& entry : entries) entry->close_held();
   }
-  std::vector<consumer_failure> file_failures = detail::close_sinks(state, !stuck.empty());
+  std::vector<consumer_failure> file_failures = detail::close_sinks(state, !stuck.empty(), deadline);
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
       stream->ring->release_memory();

@@ -4,6 +4,7 @@
 #include <devtap/config.hpp>
 #include <devtap/tap/tap_info.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -98,9 +100,11 @@ public:
    *  hands the file's buffer to the system. */
   virtual void write_out(std::size_t device) = 0;
   /** Writes what is buffered and closes the file; the first write error, as a message (empty: none).
+   *  Writes into a pipe or a device wait until `pipe_deadline` at most (close()'s deadline).
    *  A reader's write that still holds the file at `give_up_at` (a pipe nobody reads) leaves the
    *  file as it is, without its end, closed when the sink goes; the message says so. */
-  virtual std::string close(std::chrono::steady_clock::time_point give_up_at) = 0;
+  virtual std::string close(std::chrono::steady_clock::time_point give_up_at,
+                            std::chrono::steady_clock::time_point pipe_deadline) = 0;
 };
 
 /** One device's buffer in a sink. Its reader appends to `own` without a lock (a lock per record
@@ -237,6 +241,7 @@ protected:
   void write_locked(const void* data, std::size_t bytes) {
     if (file_ == nullptr || closed_ || left_.load(std::memory_order_relaxed) || !error_.empty() || bytes == 0) return;
     if (!started_) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
+    if (pipe_deadline_ != std::chrono::steady_clock::time_point::max()) return write_before_deadline(data, bytes);
     if (std::fwrite(data, 1, bytes, file_) != bytes)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
   }
@@ -263,18 +268,50 @@ protected:
 
   /** close()'s lock on the file, taken by `give_up_at`; false when a reader's write still holds it
    *  (the file is then left, `left_message()` says why). After that, true with nothing to write. */
-  bool lock_for_close(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point give_up_at) {
+  bool lock_for_close(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point give_up_at,
+                      std::chrono::steady_clock::time_point pipe_deadline) {
+    if (!regular_) give_up_at = std::min(give_up_at, pipe_deadline);  // another thread's write may be stuck in it
     lock = std::unique_lock(file_mutex_, std::defer_lock);
     if (give_up_at == std::chrono::steady_clock::time_point::max()) lock.lock();
     // Polled, not a timed mutex: TSan (clang 16) does not see pthread_mutex_clocklock take the lock.
     while (!lock.owns_lock() && !lock.try_lock() && std::chrono::steady_clock::now() < give_up_at)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (!lock.owns_lock()) left_.store(true, std::memory_order_relaxed);
+    if (!regular_) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
     return lock.owns_lock() && !left_.load(std::memory_order_relaxed);
   }
   std::string left_message() const {
     return "writing " + what_ + " '" + path_ + "' did not finish by close()'s deadline (a pipe nobody reads?): the "
            "file is left without its end";
+  }
+
+  /** close()'s writes into a pipe or device (file_mutex_ held): without blocking, each waited for
+   *  with poll() until pipe_deadline_, so a pipe nobody reads any more does not hold close() for ever.
+   *  stdio's buffer is empty here: every writer flushes before it lets go of the file. */
+  void write_before_deadline(const void* data, std::size_t bytes) {
+    const int fd = ::fileno(file_);
+    if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) == 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    const char* next = static_cast<const char*>(data);
+    while (bytes != 0) {
+      const ssize_t written = ::write(fd, next, bytes);
+      if (written > 0) {
+        next += written;
+        bytes -= static_cast<std::size_t>(written);
+        continue;
+      }
+      if (written < 0 && errno == EINTR) continue;
+      if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
+        return;
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(pipe_deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        error_ = left_message();
+        return;
+      }
+      ::pollfd wait{fd, POLLOUT, 0};
+      (void)::poll(&wait, 1, static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), 1000)));
+    }
   }
 
   /** close()'s last step, file_mutex_ held: closes the file (once); the first error, as a message. */
@@ -294,6 +331,8 @@ private:
   std::FILE* file_ = nullptr;  // locked; emptied and written only from start_file() on
   bool started_ = false;
   bool regular_ = false;      // not a device or a pipe: locked, and emptied at start
+  // Set by close() for a pipe or device: its writes wait until then at most (write_before_deadline).
+  std::chrono::steady_clock::time_point pipe_deadline_ = std::chrono::steady_clock::time_point::max();
   std::string before_start_;  // what was written before start_file() (the header)
   std::string path_;
   std::string made_;  // the file this sink made (through a link: its target), removed if never started

@@ -72,7 +72,7 @@ DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::str
   write_chunk(chunk_type::point, 0, body.data(), body.size() * 8);
 }
 
-DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(std::chrono::steady_clock::time_point::max()); }
+DEVTAP_FUNC recording_writer::~recording_writer() { (void)close(std::chrono::steady_clock::time_point::max(), std::chrono::steady_clock::time_point::max()); }
 
 DEVTAP_FUNC void recording_writer::write_chunk(chunk_type type, std::uint32_t device, const void* body, std::size_t bytes) {
   const chunk_header h{type, device, bytes};
@@ -176,7 +176,7 @@ DEVTAP_FUNC void recording_writer::end(std::size_t device, std::uint64_t time_ns
                  "taps the device did not write");
     t->dropped = dropped;
   }
-  flush(*t, device);
+  if (!t->own.empty()) flush(*t, device);  // (an empty chunk says nothing)
   t->ended.store(true, std::memory_order_release);  // what comes later (other threads' markers) is close()'s
 }
 
@@ -184,7 +184,8 @@ DEVTAP_FUNC void recording_writer::write_out(std::size_t device) {
   if (track* t = reader_track(device); t != nullptr && !t->own.empty()) flush(*t, device);  // (flush hands it over)
 }
 
-DEVTAP_FUNC std::string recording_writer::close(std::chrono::steady_clock::time_point give_up_at) {
+DEVTAP_FUNC std::string recording_writer::close(std::chrono::steady_clock::time_point give_up_at,
+                                                std::chrono::steady_clock::time_point pipe_deadline) {
   // Each track's entries, then the file (a reader writes to the file from its own entries: never the other way round).
   std::vector<std::vector<std::uint64_t>> rest = take_all_tracks([](std::vector<std::uint64_t>& words, std::size_t) {
     marker_entry(words, stamp_now_ns(), static_cast<std::uint32_t>(marker_kind::lost), 0,
@@ -192,7 +193,7 @@ DEVTAP_FUNC std::string recording_writer::close(std::chrono::steady_clock::time_
                  "not yet written (up to 256 KiB) are missing");
   });
   std::unique_lock<std::mutex> lock;
-  if (lock_for_close(lock, give_up_at)) {
+  if (lock_for_close(lock, give_up_at, pipe_deadline)) {
     for (std::size_t device = 0; device < rest.size(); ++device)
       if (!rest[device].empty())
         write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), rest[device].data(), rest[device].size() * 8);

@@ -33,8 +33,10 @@ void add_stream_failures(const device_stream& stream, const std::vector<std::sha
                                 std::vector<consumer_failure>& failures);
 
 /** Closes the trace file and the recording; their write errors, as failures for close() to report.
- *  `readers_given_up`: a reader still in a write to a file holds it; it is waited for half a grace. */
-std::vector<consumer_failure> close_sinks(receiver_state& state, bool readers_given_up);
+ *  `readers_given_up`: a reader still in a write to a file holds it; it is waited for half a grace.
+ *  A pipe or device file: close()'s own writes into it wait until `deadline` (close()'s) at most. */
+std::vector<consumer_failure> close_sinks(receiver_state& state, bool readers_given_up,
+                                           std::chrono::steady_clock::time_point deadline);
 
 /** flush()'s last step: asks each running reader to write its device's part of the trace file and
  *  the recording (at its next empty ring) and waits; returns the devices not written by `deadline`. */

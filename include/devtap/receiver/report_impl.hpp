@@ -54,12 +54,16 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   }
 }
 
-DEVTAP_FUNC std::vector<consumer_failure> close_sinks(receiver_state& state, bool readers_given_up) {
-  const auto give_up_at = readers_given_up ? std::chrono::steady_clock::now() + close_grace / 2
-                                           : std::chrono::steady_clock::time_point::max();
+DEVTAP_FUNC std::vector<consumer_failure> close_sinks(receiver_state& state, bool readers_given_up,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto give_up_at = readers_given_up ? now + close_grace / 2 : std::chrono::steady_clock::time_point::max();
+  // A pipe or device: close()'s own writes wait until its deadline, and at least half a grace.
+  const auto pipe_deadline =
+      deadline == std::chrono::steady_clock::time_point::max() ? deadline : std::max(deadline, now + close_grace / 2);
   std::vector<consumer_failure> failures;
   for (auto& sink : state.sinks)
-    if (std::string error = sink->close(give_up_at); !error.empty()) {
+    if (std::string error = sink->close(give_up_at, pipe_deadline); !error.empty()) {
       log(log_level::error, "receiver '{}': {}", state.name, error);
       failures.push_back({"(all devices)", "receiver_options", std::move(error), {}});
     }

@@ -46,7 +46,7 @@ DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view
   write_locked(head);
 }
 
-DEVTAP_FUNC trace_writer::~trace_writer() { (void)close(std::chrono::steady_clock::time_point::max()); }
+DEVTAP_FUNC trace_writer::~trace_writer() { (void)close(std::chrono::steady_clock::time_point::max(), std::chrono::steady_clock::time_point::max()); }
 
 DEVTAP_FUNC void trace_writer::begin_event(std::string& out, const char* phase, std::size_t device,
                                            std::uint64_t time_ns, std::string_view category, std::string_view name) {
@@ -195,7 +195,8 @@ DEVTAP_FUNC void trace_writer::write_out(std::size_t device) {
   flush_locked();
 }
 
-DEVTAP_FUNC std::string trace_writer::close(std::chrono::steady_clock::time_point give_up_at) {
+DEVTAP_FUNC std::string trace_writer::close(std::chrono::steady_clock::time_point give_up_at,
+                                                std::chrono::steady_clock::time_point pipe_deadline) {
   // Each track's text, then the file (a reader writes to the file from its own text: never the other way round).
   std::vector<std::string> rest = take_all_tracks([&](std::string& text, std::size_t device) {
     marker_event(text, device, stamp_now_ns(), marker_kind::lost, 0,
@@ -203,7 +204,7 @@ DEVTAP_FUNC std::string trace_writer::close(std::chrono::steady_clock::time_poin
                  "yet written (up to 64 KiB) are missing");
   });
   std::unique_lock<std::mutex> lock;
-  if (lock_for_close(lock, give_up_at)) {
+  if (lock_for_close(lock, give_up_at, pipe_deadline)) {
     for (const std::string& text : rest) write_locked(text);
     write_locked("\n]}\n");
   }
