@@ -112,7 +112,8 @@ int trace(recording_reader& file, const std::string& out_path) {
     if (trace.record(r, point, nullptr)) trace.write_out(e.device);
   });
   for (std::size_t d = 0; d < file.devices().size(); ++d) trace.end(d, 0, 0);
-  if (const std::string error = trace.close(std::chrono::steady_clock::time_point::max()); !error.empty()) {
+  constexpr auto never = std::chrono::steady_clock::time_point::max();
+  if (const std::string error = trace.close(never, never); !error.empty()) {
     fmt::print(stderr, "devtap-recording: {}\n", error);
     return 1;
   }
