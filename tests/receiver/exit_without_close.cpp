@@ -2,8 +2,11 @@
 // consumers see every record and their end of stream. With the argument `logs`, the close at exit
 // has something to log (a consumer threw) and the logger was first used after the exit handler was
 // registered: the line must still reach the sink (the logger must not be destroyed before the
-// handler runs; ASan saw a heap-use-after-free). (A separate program: it exits.)
+// handler runs; ASan saw a heap-use-after-free). Other arguments: see each function below. (A
+// separate program: it exits.)
 #include <devtap/backend/cpu.hpp>
+#include <devtap/print.hpp>
+#include <devtap/print_host.hpp>
 #include <devtap/receiver/receiver.hpp>
 
 #include <atomic>
@@ -117,9 +120,58 @@ int client_destroyed_first() {
   });
   return 0;  // no close(): the static client goes first
 }
+
+// With the argument `prints`: the close at exit drains a device's prints, and the print registry was
+// first used after the exit handler was registered. The registry must still be there when the
+// handler formats the lines (ASan saw a heap-use-after-free of a destroyed function-local static).
+constexpr int print_lines = 20000;
+std::atomic<int> lines{0};
+
+int prints_at_exit() {
+  std::atexit([] {  // registered first: runs last
+    const bool ok = lines.load() == print_lines;
+    std::printf("%d of %d lines printed\n", lines.load(), print_lines);
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  auto* cpus = new devtap::cpu_client(1);
+  auto* rx = new devtap::receiver({.devices = {cpus->local_devices()[0]}, .budget_bytes = 1 << 16, .name = "prints-at-exit"});
+  auto channel = devtap::attach_print(*rx, {.sink = [](std::string_view, const devtap::device&) {
+                                               lines.fetch_add(1);
+                                               std::this_thread::sleep_for(std::chrono::microseconds(20));  // still printing at exit
+                                             }});
+  (void)cpus->cpu_devices()[0]->submit([channel](devtap::cpu_context& ctx) {
+    for (int i = 0; i < print_lines; ++i) devtap::print<"line {} of {}">(devtap::printer(ctx, channel), i, print_lines);
+  });
+  while (lines.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // formats registered
+  std::exit(0);
+}
+
+// With the argument `exits_from_consumer`: std::exit from a consumer of an open receiver. The exit
+// handler cannot close it (close() would wait for this very thread): it says so, and goes on.
+int exits_from_consumer() {
+  std::atexit([] {  // registered first: runs last
+    const bool ok = sink_lines->find("receiver 'exits' not closed at exit: std::exit was called from a consumer of "
+                                     "this receiver") != std::string::npos;
+    std::printf("the sink %s the line\n", ok ? "got" : "did not get");
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  sink_lines = new std::string;
+  devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+  auto* cpus = new devtap::cpu_client(1);
+  auto* rx = new devtap::receiver({.devices = {cpus->local_devices()[0]}, .name = "exits"});
+  auto point = rx->attach<int>([](const int& v) {
+    if (v == 100) std::exit(0);
+  });
+  (void)cpus->cpu_devices()[0]->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); });
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "prints") == 0) return prints_at_exit();
+  if (argc > 1 && std::strcmp(argv[1], "exits_from_consumer") == 0) return exits_from_consumer();
   if (argc > 1 && std::strcmp(argv[1], "client_first") == 0) return client_destroyed_first();
   if (argc > 1 && std::strcmp(argv[1], "logs") == 0) return logs_at_exit();
   if (argc > 1 && std::strcmp(argv[1], "deletes") == 0) return deletes_at_exit();

@@ -80,10 +80,12 @@ private:
   std::unordered_map<std::uint64_t, std::unique_ptr<print_format_def>> formats_;
 };
 
-// The process-wide registry (function-local: no static-initialisation order to worry about).
+// The process-wide registry (function-local: no static-initialisation order to worry about). Never
+// destroyed, as the logger and the open-receiver list: receivers closed at exit (the exit handler, a
+// static receiver) still format the prints they drain, after function-local statics are gone.
 inline print_registry& global_print_registry() {
-  static print_registry registry;
-  return registry;
+  static auto* const registry = new print_registry();
+  return *registry;
 }
 
 }  // namespace detail

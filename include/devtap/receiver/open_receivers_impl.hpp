@@ -35,6 +35,15 @@ DEVTAP_FUNC void detail::close_open_receivers(const device* dev) {
     if (dev != nullptr)  // (a receiver must be closed before the devices it drains go)
       log(log_level::warn, "receiver '{}' still drains device '{}', whose client is being destroyed: closed first",
           state->name, dev->name());
+    // std::exit from a consumer or a device's work: close() would wait for this very thread. Its
+    // rings are left as they are; what they still hold is neither delivered nor counted.
+    if (const char* where = dev == nullptr ? inside(*state, true) : nullptr) {
+      log(log_level::error,
+          "receiver '{}' not closed at exit: std::exit was called from {}, which close() would wait for; what its "
+          "rings still hold is not delivered",
+          state->name, where);
+      continue;
+    }
     try {
       close_receiver(state);
     } catch (const std::exception& e) {
