@@ -5,6 +5,7 @@
  * It deliberately does not include {fmt}: the host half of a `.cu` file includes these headers, and
  * {fmt} 9 cannot be compiled by nvcc at C++20. It substitutes `{}` placeholders only. */
 #include <devtap/config.hpp>
+#include <devtap/detail/text.hpp>
 
 #include <atomic>
 #include <charconv>

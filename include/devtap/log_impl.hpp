@@ -8,10 +8,8 @@ DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
 DEVTAP_FUNC bool log_level_named(std::string_view text, log_level& out) noexcept {
-  constexpr std::string_view space = " \t\r\n\f\v";
-  const std::size_t first = text.find_first_not_of(space);
-  if (first == std::string_view::npos) return false;
-  text = text.substr(first, text.find_last_not_of(space) - first + 1);
+  text = trim(text);
+  if (text.empty()) return false;
   char lower[8] = {};
   if (text.size() > sizeof lower) return false;
   for (std::size_t i = 0; i < text.size(); ++i)
@@ -35,7 +33,7 @@ DEVTAP_FUNC log_level parse_log_level(const char* text) noexcept {
 
 DEVTAP_FUNC std::string log_env_problem(const char* text) {
   log_level level{};
-  if (text == nullptr || *text == '\0' || log_level_named(text, level)) return {};
+  if (text == nullptr || trim(text).empty() || log_level_named(text, level)) return {};  // blank: unset, as every variable
   return std::string("DEVTAP_LOG='") + text +
          "' is not a log level (expected debug, info, warn, error or off); using warn";
 }
@@ -90,7 +88,8 @@ DEVTAP_FUNC std::string format_message(std::string_view pattern, std::span<const
 
 DEVTAP_FUNC std::string_view level_name(log_level level) noexcept {
   constexpr std::string_view names[] = {"debug", "info", "warn", "error", "off"};
-  return names[static_cast<int>(level)];
+  const auto index = static_cast<unsigned>(level);  // a cast from any int may reach here
+  return index < std::size(names) ? names[index] : "?";
 }
 
 DEVTAP_FUNC void write_stderr(log_level level, std::string_view message) noexcept {

@@ -138,10 +138,22 @@ TEST_CASE("DEVTAP_LOG values: case and surrounding white space do not matter; ot
   CHECK(parse_log_level("DEBUG") == devtap::log_level::debug);
   CHECK(parse_log_level("warning") == devtap::log_level::warn);
   CHECK(parse_log_level("none") == devtap::log_level::off);
-  for (const char* fine : {static_cast<const char*>(nullptr), "", "debug", "INFO", " warn ", "Error", "off"})
-    CHECK(log_env_problem(fine).empty());
+  for (const char* fine : {static_cast<const char*>(nullptr), "", "  ", "\t\r\n", "debug", "INFO", " warn ", "Error", "off"})
+    CHECK(log_env_problem(fine).empty());  // blank counts as unset, as for every variable
+  CHECK(parse_log_level("  ") == devtap::log_level::warn);
   CHECK(log_env_problem("loud") ==
         "DEVTAP_LOG='loud' is not a log level (expected debug, info, warn, error or off); using warn");
   CHECK(log_env_problem("3") ==
         "DEVTAP_LOG='3' is not a log level (expected debug, info, warn, error or off); using warn");
+}
+
+TEST_CASE("a log_level out of the enum's range is written as '?', not read past the names") {
+  std::string seen;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view line) { seen = line; });
+  devtap::log(static_cast<devtap::log_level>(9), "odd level {}", 9);
+  devtap::set_log_sink({});
+  CHECK(seen == "odd level 9");
+  CHECK(devtap::detail::level_name(static_cast<devtap::log_level>(9)) == "?");
+  CHECK(devtap::detail::level_name(static_cast<devtap::log_level>(-1)) == "?");
+  CHECK(devtap::detail::level_name(devtap::log_level::error) == "error");
 }
