@@ -117,6 +117,10 @@ TEST_CASE("default registry: a malformed DEVTAP_CPU_DEVICES is a clear error", "
   CHECK_THROWS_WITH(devtap::backends(), message);  // cpu is required: rethrown
   CHECK_THROWS_WITH(devtap::get_backend("cpu"), message);
   CHECK_THROWS_AS(devtap::get_backend(), backend_error);
+  // The failure is kept: a count set now could never take effect, and says so.
+  CHECK_THROWS_WITH(devtap::set_cpu_device_count(2),
+                    Catch::Equals("devtap::set_cpu_device_count(2) after the cpu backend failed to start (DEVTAP_CPU_DEVICES='lots' "
+                                  "is not a valid device count (expected an integer from 1 to 1024)); its failure is kept"));
 }
 
 TEST_CASE("default registry: DEVTAP_PLATFORMS=cpu uses cpu only, silently", "[.platforms_cpu]") {

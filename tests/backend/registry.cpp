@@ -424,3 +424,50 @@ TEST_CASE("backend_policy accepts well-formed policies and rejects malformed one
   static_assert(!devtap::backend_policy<int>);
   SUCCEED();
 }
+
+namespace {
+struct reentrant_backend;
+devtap::registry<reentrant_backend, test_backend<"plain", 0>>* reentered = nullptr;
+/** A backend whose create() asks its own registry for every backend: its own once is taken again. */
+struct reentrant_backend {
+  static constexpr std::string_view name = "reentrant";
+  static constexpr int priority = 100;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() {
+    (void)reentered->backends();  // throws: this backend is being initialised on this thread
+    return std::make_unique<fake_client>(name, 1);
+  }
+};
+}  // namespace
+
+TEST_CASE("a backend asked for by its own create() fails with a clear error instead of waiting for itself", "[registry]") {
+  log_capture log;
+  devtap::registry<reentrant_backend, test_backend<"plain", 0>> r{""};
+  reentered = &r;
+  CHECK(platforms_of(r.backends()) == std::vector<sv>{"plain"});  // (it used to hang here, in call_once)
+  reentered = nullptr;
+  CHECK(r.backend_errors().at("reentrant") ==
+        "Backend 'reentrant' was asked for during its own initialisation (from its create(), or a log sink it logged to)");
+  CHECK_THROWS_WITH(r.get_backend("reentrant"), Catch::Contains("was asked for during its own initialisation"));
+}
+
+TEST_CASE("a log sink that asks for a backend while it is being initialised does not hang", "[registry][log]") {
+  using talker = test_backend<"talker_sink", 10>;
+  devtap::registry<talker> r{""};
+  const auto before = devtap::get_log_level();
+  devtap::set_log_level(log_level::debug);
+  std::vector<std::string> refused;
+  devtap::set_log_sink([&](log_level, std::string_view line) {
+    if (line.find("Initializing backend") == std::string_view::npos) return;
+    try {
+      (void)r.get_backend("talker_sink");
+    } catch (const backend_error& e) {
+      refused.emplace_back(e.what());
+    }
+  });
+  CHECK(r.get_backend("talker_sink").device_count() == 1);  // the backend itself starts
+  devtap::set_log_sink({});
+  devtap::set_log_level(before);
+  REQUIRE(refused.size() == 1);
+  CHECK_THAT(refused[0], Catch::Contains("'talker_sink' was asked for during its own initialisation"));
+}

@@ -187,6 +187,7 @@ namespace detail {
 std::atomic<int>& configured_cpu_devices() noexcept;
 std::atomic<int>& created_cpu_devices() noexcept;
 std::mutex& cpu_device_count_mutex() noexcept;  // held by create() from its read to its publish
+std::string& cpu_start_failure();  // why create() failed (created_cpu_devices() is then -1)
 }  // namespace detail
 
 /** The cpu backend policy: always present, lowest priority, required (its failure is fatal). */

@@ -48,7 +48,15 @@ DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
   const char* env = std::getenv("DEVTAP_CPU_DEVICES");
   const int configured = detail::configured_cpu_devices().load();
   const bool env_blank = env == nullptr || detail::trim(env).empty();  // names no count: the code's holds
-  const int count = env_blank && configured != 0 ? configured : detail::cpu_device_count_from(env);
+  int count = 0;
+  try {
+    count = env_blank && configured != 0 ? configured : detail::cpu_device_count_from(env);
+  } catch (const backend_error& e) {  // a registry keeps this failure: set_cpu_device_count must not look fine after it
+    detail::cpu_start_failure() = e.what();
+    int none = 0;
+    detail::created_cpu_devices().compare_exchange_strong(none, -1);
+    throw;
+  }
   int none = 0;
   detail::created_cpu_devices().compare_exchange_strong(none, count);
   lock.unlock();
@@ -75,6 +83,11 @@ DEVTAP_FUNC std::atomic<int>& detail::created_cpu_devices() noexcept {
   return count;
 }
 
+DEVTAP_FUNC std::string& detail::cpu_start_failure() {  // cpu_device_count_mutex held
+  static std::string& failure = *new std::string();  // never destroyed, as the registry that keeps the failure
+  return failure;
+}
+
 DEVTAP_FUNC std::mutex& detail::cpu_device_count_mutex() noexcept {
   static std::mutex mutex;
   return mutex;
@@ -85,6 +98,10 @@ DEVTAP_FUNC void set_cpu_device_count(int count) {
     throw std::invalid_argument(detail::format_message("devtap::set_cpu_device_count({}): expected 1 to {}", count,
                                                        detail::max_cpu_devices));
   std::lock_guard lock(detail::cpu_device_count_mutex());  // the check and the store against create()'s read
+  if (detail::created_cpu_devices().load() < 0)
+    throw std::logic_error(detail::format_message(
+        "devtap::set_cpu_device_count({}) after the cpu backend failed to start ({}); its failure is kept", count,
+        detail::cpu_start_failure()));
   if (const int created = detail::created_cpu_devices().load(); created != 0)
     throw std::logic_error(detail::format_message(
         "devtap::set_cpu_device_count({}) after the cpu backend was created with {} device(s); call it before "

@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -256,6 +257,7 @@ private:
   struct slot {
     std::once_flag once;
     std::atomic<bool> done{false};      // set (release) when instance/error are final
+    std::atomic<std::thread::id> initialising{};  // the thread running create(), until it is done
     std::unique_ptr<client> instance;   // null: failed, see error
     std::string error;
   };
@@ -311,6 +313,12 @@ private:
 
   slot& ensure(std::size_t index) {
     slot& s = slots_[index];
+    // Asked again by its own create(), or by a log sink that create()'s log lines reach: call_once
+    // would wait for itself. (A create() that waits for another thread asking for it still hangs.)
+    if (!s.done.load(std::memory_order_acquire) && s.initialising.load(std::memory_order_relaxed) == std::this_thread::get_id())
+      throw backend_error(detail::format_message(
+          "Backend '{}' was asked for during its own initialisation (from its create(), or a log sink it logged to)",
+          entries_[index].name));
     // The callable never throws: libstdc++'s call_once can hang other waiters after a throwing
     // callable (the reason PyTorch wrote its own). The outcome is stored instead.
     std::call_once(s.once, [this, index, &s]() noexcept { initialise(index, s); });
@@ -319,6 +327,7 @@ private:
 
   void initialise(std::size_t index, slot& s) noexcept {
     const std::string_view name = entries_[index].name;
+    s.initialising.store(std::this_thread::get_id(), std::memory_order_relaxed);
     try {  // before create(): a factory that hangs is named by the last line logged
       log(log_level::debug, "Initializing backend '{}'", name);
     } catch (...) {  // only an allocation failure; the logger itself contains a throwing sink
@@ -346,6 +355,7 @@ private:
         log(log_level::info, "Backend '{}' provides no devices", name);
     } catch (...) {
     }
+    s.initialising.store(std::thread::id(), std::memory_order_relaxed);
     s.done.store(true, std::memory_order_release);
   }
 
