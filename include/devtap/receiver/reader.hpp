@@ -66,6 +66,7 @@ struct device_stream {
   std::atomic<bool> finished{false};
   // Written by the reader before `finished`; read by close() after it.
   std::string failure;
+  std::uint64_t dropped_told_sinks = 0;  // the drop count end_sinks gave the files
   // The device's work failures when the receiver opened; at close(), after its pending work, the
   // last one's text if there were more (device::work_failure_since), read by close() as `failure`.
   std::uint64_t work_failures_seen = 0;
@@ -122,10 +123,11 @@ struct receiver_state {
     for (auto& sink : sinks) sink->marker(stream.index, stamp_now_ns(), kind, count, text, from_reader);
   }
   /** The stream's reader is done: its last word to the sinks. */
-  void end_sinks(const device_stream& stream) {
+  void end_sinks(device_stream& stream) {
     if (sinks.empty()) return;
     const std::uint64_t dropped =
         std::atomic_ref<std::uint64_t>(stream.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
+    stream.dropped_told_sinks = dropped;
     for (auto& sink : sinks) sink->end(stream.index, stamp_now_ns(), dropped);
   }
 

@@ -252,6 +252,15 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     // (from here on, close() touches the state only).
     for (auto& entry : entries) entry->close_held();
   }
+  // A host thread whose tap found the ring full as the stream ended may count its drop after the
+  // reader told the files: they are told the rest now, so they count what stats() counts.
+  for (const auto& stream : state.streams)
+    if (!stream->abandoned.load(std::memory_order_relaxed)) {  // (its reader finished: joined above)
+      const std::uint64_t dropped =
+          std::atomic_ref<std::uint64_t>(stream->ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
+      if (dropped > stream->dropped_told_sinks)
+        state.mark(*stream, detail::marker_kind::dropped, dropped - stream->dropped_told_sinks, "taps the device did not write");
+    }
   std::vector<consumer_failure> file_failures = detail::close_sinks(state, !stuck.empty(), deadline);
   for (auto& stream : state.streams)  // nobody reads these rings any more: give their pages back
     if (!stream->abandoned.load(std::memory_order_relaxed) || stream->reader_exited.load(std::memory_order_acquire))
