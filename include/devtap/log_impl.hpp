@@ -138,7 +138,7 @@ DEVTAP_FUNC void log_erased(log_level level, std::string_view pattern, std::span
 
 DEVTAP_FUNC bool log_enabled(log_level level) noexcept {
   return static_cast<int>(level) >= detail::logger().threshold.load(std::memory_order_relaxed) &&
-         level != log_level::off;
+         static_cast<unsigned>(level) < static_cast<unsigned>(log_level::off);  // (off, or a cast from any int: never)
 }
 
 DEVTAP_FUNC void set_log_level(log_level level) noexcept {

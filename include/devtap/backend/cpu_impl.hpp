@@ -57,8 +57,7 @@ DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
     detail::created_cpu_devices().compare_exchange_strong(none, -1);
     throw;
   }
-  int none = 0;
-  detail::created_cpu_devices().compare_exchange_strong(none, count);
+  if (detail::created_cpu_devices().load() <= 0) detail::created_cpu_devices().store(count);  // (a later start that works)
   lock.unlock();
   return std::make_unique<cpu_client>(count);
 }

@@ -264,25 +264,32 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
     if (lane == leader) put_stamp(dst, stamp);
     dst += sizeof(tap_stamp);
   }
+  // A span's facts, shuffled from the first lane by every lane whatever its T: lanes at another call
+  // site naming the same lanes run the same *_sync operations (none waits for a shuffle the others
+  // never make), and copy the first lane's exact bytes. Lanes of another shape write their own value,
+  // within the claim: the record's content is then unspecified, not its bounds.
+  std::uint64_t own_count = 0, own_bytes = 0, own_data = 0;
+  bool own_local = true;
+  if constexpr (shape_of<T> == shape::span) {
+    own_count = value.size();
+    own_bytes = value.size() * sizeof(typename T::element_type);
+    own_data = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data()));
+    own_local = __isLocal(value.data());
+  }
+  const std::uint64_t span_count = shfl_u64(mask, own_count, leader);
+  const std::uint64_t span_bytes = shfl_u64(mask, own_bytes, leader);
+  const auto* span_data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(shfl_u64(mask, own_data, leader)));
+  // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
+  // same address names each lane's own local memory. Then the leader copies them alone.
+  const bool span_shared = group_named && __shfl_sync(mask, own_local ? 0 : 1, static_cast<int>(leader)) != 0;
   const unsigned copiers = group_named ? lanes : 1;
   if constexpr (is_raw_v<T>) {
     const std::uint64_t n = sizeof(T) < value_bytes ? sizeof(T) : value_bytes;
     if (rank < copiers) strided_copy(dst, reinterpret_cast<const std::byte*>(&value), n, rank, copiers);
   } else if constexpr (shape_of<T> == shape::span) {
-    using E = typename T::element_type;
-    // The element bytes the claim holds after the u64 count (the leader's count times its element size).
-    const std::uint64_t element_bytes = value_bytes >= 8 ? value_bytes - 8 : 0;
-    const std::uint64_t leader_count = shfl_u64(mask, value.size(), leader);
-    const std::uint64_t count = leader_count < element_bytes / sizeof(E) ? leader_count : element_bytes / sizeof(E);
-    const auto data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(
-        shfl_u64(mask, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value.data())), leader)));
-    // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
-    // same address names each lane's own local memory. Then the leader copies them alone.
-    const bool lanes_can_read =
-        group_named && __shfl_sync(mask, lane == leader ? !__isLocal(value.data()) : 0, static_cast<int>(leader)) != 0;
-    if (rank == 0 && value_bytes >= 8) *reinterpret_cast<std::uint64_t*>(dst) = count;  // u64 count, elements
-    if (lanes_can_read) strided_copy(dst + 8, data, count * sizeof(E), rank, lanes);
-    else if (lane == leader) strided_copy(dst + 8, data, count * sizeof(E), 0, 1);
+    if (rank == 0) *reinterpret_cast<std::uint64_t*>(dst) = span_count;  // the span encoding: u64 count, elements
+    if (span_shared) strided_copy(dst + 8, span_data, span_bytes, rank, lanes);
+    else if (lane == leader) strided_copy(dst + 8, span_data, span_bytes, 0, 1);
   } else {
     if (lane == leader) encode(value, dst);
   }
@@ -304,7 +311,8 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
  *  instruction, other types by the first lane — and the first commits once every lane's stores
  *  are fenced. For large records: one thread alone writes a 64 KiB record 8 bytes at a time.
  *  The point, the value's size, and a span's pointer and length are taken from the first lane, so
- *  lanes that disagree (even on the type) cannot write outside the claim; a span in the first lane's local memory (an array on its stack)
+ *  lanes that disagree (even on the type) cannot write outside the claim (the record's content is
+ *  then unspecified); a span in the first lane's local memory (an array on its stack)
  *  is copied by that lane alone. Lanes holding handles of different rings form separate groups;
  *  lanes holding an empty handle send nothing. Called by one thread, it is a plain tap.
  *

@@ -277,7 +277,7 @@ protected:
     while (!lock.owns_lock() && !lock.try_lock() && std::chrono::steady_clock::now() < give_up_at)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (!lock.owns_lock()) left_.store(true, std::memory_order_relaxed);
-    if (!regular_) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
+    if (!regular_ && lock.owns_lock()) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
     return lock.owns_lock() && !left_.load(std::memory_order_relaxed);
   }
   std::string left_message() const {
@@ -292,6 +292,7 @@ protected:
     const int fd = ::fileno(file_);
     if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) == 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     const char* next = static_cast<const char*>(data);
+    bool refused_when_ready = false;  // a device may say it has room and still refuse: no spinning on it
     while (bytes != 0) {
       const ssize_t written = ::write(fd, next, bytes);
       if (written > 0) {
@@ -309,8 +310,9 @@ protected:
         error_ = left_message();
         return;
       }
+      if (refused_when_ready) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       ::pollfd wait{fd, POLLOUT, 0};
-      (void)::poll(&wait, 1, static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), 1000)));
+      refused_when_ready = ::poll(&wait, 1, static_cast<int>(std::min<std::chrono::milliseconds::rep>(left.count(), 1000))) > 0;
     }
   }
 

@@ -161,7 +161,7 @@ DEVTAP_FUNC void trace_writer::marker(std::size_t device, std::uint64_t time_ns,
                                       std::string_view text, bool from_reader) {
   if (device >= tracks_.size()) return;
   track* t = from_reader ? reader_track(device) : nullptr;
-  if (t == nullptr) {  // another thread's, or after the reader ended (a drop count is the reader's alone)
+  if (t == nullptr) {  // another thread's (close() adds drops counted after the reader ended), or after it ended
     tracks_[device]->add_foreign([&](std::string& out) { marker_event(out, device, time_ns, kind, count, text); });
     return;
   }
