@@ -86,6 +86,9 @@ public:
   /** Delivers every record to the consumers of its point, device by device in the order each
    *  device's were read (merged consumers: in tap order, after the others), then ends every
    *  stream. Throws tap_error listing what the consumers threw (each keeps being called, as live).
+   *  A file that changed since it was opened (shrunk, or its definitions rewritten by another
+   *  receiver) throws std::runtime_error, after every stream has ended (a shrunk one: before any
+   *  record is delivered).
    *  Once: a second call throws std::logic_error (the consumers' streams have ended). */
   replay_stats run();
 

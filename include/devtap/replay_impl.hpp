@@ -4,6 +4,7 @@
 #include <devtap/receiver/reader.hpp>
 #include <devtap/replay.hpp>
 
+#include <exception>
 #include <map>
 #include <string>
 #include <utility>
@@ -88,27 +89,34 @@ DEVTAP_FUNC replay_stats replay::run() {
   std::map<std::uint32_t, std::vector<std::size_t>> consumers_of;
   for (std::size_t i = 0; i < consumers.size(); ++i)
     for (const std::uint32_t id : consumers[i].ids) consumers_of[id].push_back(i);  // (a consumer's ids differ)
-  file->for_each([&](const detail::recorded_entry& e) {
-    if (e.is_line) return;
-    if (e.is_marker) {
-      ++stats.markers;
-      if (e.marker == detail::marker_kind::dropped) stats.dropped += e.count;
-      return;
-    }
-    ++stats.records;
-    const auto found = consumers_of.find(e.id);
-    if (found == consumers_of.end()) return;
-    for (const std::size_t i : found->second) {
-      attached& a = consumers[i];
-      if (!a.merged) {
-        hand_over(a, e.device, e.stamp, e.payload, e.bytes, e.fingerprint);
-        continue;
+  // An error while reading (the file changed since it was opened) still ends every stream, as a
+  // normal run does, after merged consumers got what was read: no consumer is left half-way.
+  std::exception_ptr read_error;
+  try {
+    file->for_each([&](const detail::recorded_entry& e) {
+      if (e.is_line) return;
+      if (e.is_marker) {
+        ++stats.markers;
+        if (e.marker == detail::marker_kind::dropped) stats.dropped += e.count;
+        return;
       }
-      held h{i, e.device, e.stamp, e.fingerprint, std::vector<std::uint64_t>((e.bytes + 7) / 8), e.bytes};
-      if (e.bytes != 0) std::memcpy(h.payload.data(), e.payload, e.bytes);
-      waiting.push_back(std::move(h));
-    }
-  });
+      ++stats.records;
+      const auto found = consumers_of.find(e.id);
+      if (found == consumers_of.end()) return;
+      for (const std::size_t i : found->second) {
+        attached& a = consumers[i];
+        if (!a.merged) {
+          hand_over(a, e.device, e.stamp, e.payload, e.bytes, e.fingerprint);
+          continue;
+        }
+        held h{i, e.device, e.stamp, e.fingerprint, std::vector<std::uint64_t>((e.bytes + 7) / 8), e.bytes};
+        if (e.bytes != 0) std::memcpy(h.payload.data(), e.payload, e.bytes);
+        waiting.push_back(std::move(h));
+      }
+    });
+  } catch (...) {  // (consumers' exceptions are caught where they are called)
+    read_error = std::current_exception();
+  }
   std::stable_sort(waiting.begin(), waiting.end(), [](const held& a, const held& b) {
     return std::tie(a.stamp.time_ns, a.device, a.stamp.sequence) < std::tie(b.stamp.time_ns, b.device, b.stamp.sequence);
   });
@@ -130,6 +138,18 @@ DEVTAP_FUNC replay_stats replay::run() {
                           std::to_string(n - detail::receiver_state::kept_failures_per_source) +
                               " more exception(s), not kept (" + std::to_string(n) + " in all)",
                           {}});
+  if (read_error) {
+    if (failures.empty()) std::rethrow_exception(read_error);
+    std::string what;  // both: the file's error first, the consumers' after it
+    try {
+      std::rethrow_exception(read_error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    what += "\n  (and " + std::to_string(failures.size()) + " consumer failure(s):";
+    for (const auto& f : failures) what += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;
+    throw std::runtime_error(what + ")");
+  }
   if (!failures.empty()) {
     std::string what = "devtap: replay '" + file->path() + "': " + std::to_string(failures.size()) + " consumer failure(s):";
     for (const auto& f : failures) what += "\n  [" + f.device + "] " + f.consumer + ": " + f.message;

@@ -150,7 +150,9 @@ private:
   bool next_entry(recorded_entry& e);
   void read_entry(recorded_entry& e);  // the next entry of the chunk in body_ (damage: fail)
   bool next_chunk(chunk_header& h);  // reads a chunk's header and body into body_; false at the end
+  void check_kept(const chunk_header& h);  // a chunk read again: where open() saw a definition, the same one
   [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void changed() const;  // the file differs from what open() read
 
   std::string path_;
   std::FILE* file_ = nullptr;
@@ -168,6 +170,19 @@ private:
   std::uint32_t body_device_ = 0;
   std::uint64_t chunk_offset_ = 0;
   std::uint64_t cut_at_ = 0;
+  std::uint64_t end_at_ = 0;  // where the file's last 16 bytes hold an end chunk, or 0
+  // Every chunk but records, as open() read it: entries read again (run(), after another receiver
+  // may have rewritten the file in place) must find the same definitions, or records of a point
+  // would be delivered as the type open() saw.
+  struct kept_chunk {
+    std::uint64_t offset;
+    chunk_header header;
+    std::size_t words_at;  // its body in kept_words_
+  };
+  std::vector<kept_chunk> kept_;
+  std::vector<std::uint64_t> kept_words_;
+  std::size_t next_kept_ = 0;
+  bool opened_ = false;  // open_file() is done: what next_chunk() reads, it read before
   std::uint32_t version_ = 0;
   std::vector<std::uint64_t> read_;  // per device: entries read (an unstamped record's sequence)
 };

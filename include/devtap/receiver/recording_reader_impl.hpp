@@ -122,8 +122,14 @@ DEVTAP_FUNC void recording_reader::open_file() {
     throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
   }
   entries_at_ = 32 + sizes[1];
-  // Every definition, up front: a consumer is attached by name before any record is read.
   chunk_header h;
+  // A file that ends with an end chunk was closed whole: a chunk that runs past that end chunk is
+  // then damage (a flipped length byte), not a writer that stopped, and must not hide what follows.
+  if (version_ >= 2 && file_bytes_ >= entries_at_ + sizeof h && file_bytes_ % 8 == 0 &&
+      std::fseek(file_, static_cast<long>(file_bytes_ - sizeof h), SEEK_SET) == 0 && std::fread(&h, 1, sizeof h, file_) == sizeof h &&
+      h.type == chunk_type::end && h.device == 0 && h.body_bytes == 0)
+    end_at_ = file_bytes_ - sizeof h;
+  // Every definition, up front: a consumer is attached by name before any record is read.
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_at_ = body_bytes_ = 0;
   read_.assign(devices_.size(), 0);
@@ -159,12 +165,17 @@ DEVTAP_FUNC void recording_reader::open_file() {
     } else {
       fail("unknown chunk type " + std::to_string(static_cast<std::uint32_t>(h.type)));
     }
+    if (h.type != chunk_type::records) {
+      kept_.push_back({chunk_offset_, h, kept_words_.size()});
+      kept_words_.insert(kept_words_.end(), body_.begin(), body_.begin() + static_cast<std::ptrdiff_t>(body_bytes_ / 8));
+    }
   }
   // Part of a chunk after the end chunk is damage too, not a writer that stopped.
   if (ended && cut_at_ != 0) fail("bytes after the recording's end chunk");
   // Whole chunks and no end: the writer stopped between two chunks (version 1 has no end chunk).
   if (version_ >= 2 && !ended && cut_at_ == 0) cut_at_ = file_bytes_;
   body_bytes_ = body_at_ = 0;
+  opened_ = true;
 }
 
 DEVTAP_FUNC recording_reader::~recording_reader() {
@@ -173,6 +184,11 @@ DEVTAP_FUNC recording_reader::~recording_reader() {
 
 DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
   throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) + ": " + what);
+}
+
+DEVTAP_FUNC void recording_reader::changed() const {
+  fail("the recording changed since it was opened (truncated, or rewritten by another receiver): its records "
+       "no longer match the definitions read then");
 }
 
 DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
@@ -184,29 +200,68 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
   // The end as open_file() saw it: a recording still being written grows meanwhile, and what it
   // gains has no definitions read for it.
-  if (chunk_offset_ >= file_bytes_) return false;
+  if (chunk_offset_ >= file_bytes_) {
+    if (opened_ && next_kept_ < kept_.size()) changed();  // (a chunk now ends past a kept one)
+    return false;
+  }
   h = chunk_header{};
+  const std::uint64_t left = file_bytes_ - chunk_offset_;
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
+  if (opened_ && got != sizeof h && left >= sizeof h) changed();  // bytes open() saw are gone: the file shrank
   if (got == sizeof h && h.body_bytes % 8 != 0) fail("damaged chunk header");
+  // A whole file's chunks stop at its end chunk: checked before anything is allocated for the body.
+  if (end_at_ != 0 && chunk_offset_ < end_at_ &&
+      (end_at_ - chunk_offset_ < sizeof h || h.body_bytes > end_at_ - chunk_offset_ - sizeof h))
+    fail("a chunk of " + std::to_string(h.body_bytes) + " bytes that runs past the end chunk at byte " +
+         std::to_string(end_at_) + " (a damaged length: the file ends with its end chunk, it was not cut short)");
   // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
   // the recording; checked before anything is allocated for the body.
-  const std::uint64_t left = file_bytes_ - chunk_offset_;
   if (got != sizeof h || left < sizeof h || h.body_bytes > left - sizeof h) {
+    // Open() stopped here too, and read every kept chunk before (none now skipped by a longer one).
+    if (opened_ && (chunk_offset_ != cut_at_ || next_kept_ < kept_.size())) changed();
     cut_at_ = chunk_offset_;
     return false;
   }
   body_.resize(h.body_bytes / 8);
-  if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) fail("truncated chunk (the recording was cut short)");
+  if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) {
+    if (opened_) changed();
+    fail("truncated chunk (the recording was cut short)");
+  }
   if (h.type == chunk_type::records && h.device >= devices_.size()) fail("records of device " + std::to_string(h.device) + ", which the header does not name");
   body_bytes_ = h.body_bytes;
   body_at_ = 0;
   body_device_ = h.device;
+  if (opened_) check_kept(h);
   return true;
 }
 
+DEVTAP_FUNC void recording_reader::check_kept(const chunk_header& h) {
+  // Chunks are read in order: the next kept one is here, or further on.
+  const bool kept_here = next_kept_ < kept_.size() && kept_[next_kept_].offset == chunk_offset_;
+  if (next_kept_ < kept_.size() && kept_[next_kept_].offset < chunk_offset_) changed();  // a chunk now spans it
+  if (h.type == chunk_type::records) {
+    if (kept_here) changed();
+    return;
+  }
+  if (!kept_here) changed();
+  const kept_chunk& k = kept_[next_kept_++];
+  if (k.header.type != h.type || k.header.device != h.device || k.header.body_bytes != h.body_bytes ||
+      (h.body_bytes != 0 && std::memcmp(kept_words_.data() + k.words_at, body_.data(), h.body_bytes) != 0))
+    changed();
+}
+
 DEVTAP_FUNC void recording_reader::rewind_entries() {
+  // A file shrunk since open() (truncated, or rewritten in place by another receiver) is refused
+  // before any entry is handed over; one still being written only grows.
+  struct ::stat info {};
+  if (::fstat(::fileno(file_), &info) != 0)
+    throw std::runtime_error("devtap: recording '" + path_ + "' cannot be read: " + std::strerror(errno));
+  if (static_cast<std::uint64_t>(info.st_size) < file_bytes_)
+    throw std::runtime_error("devtap: recording '" + path_ + "' changed since it was opened: it has " +
+                             std::to_string(info.st_size) + " bytes, " + std::to_string(file_bytes_) + " when it was opened");
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_bytes_ = body_at_ = 0;
+  next_kept_ = 0;
   read_.assign(devices_.size(), 0);
 }
 
