@@ -1,7 +1,9 @@
 #pragma once
 // A file in the temporary directory for one test, named after the process and a tag, removed
-// before and after it (tests of the trace file, the recording and scopes).
+// before and after it (tests of the trace file, the recording and scopes); reading and writing one whole.
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -23,5 +25,16 @@ struct temp_file {
   temp_file(const temp_file&) = delete;
   temp_file& operator=(const temp_file&) = delete;
 };
+
+inline std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/** In place (std::ios::trunc keeps the inode), as a receiver rewriting the path does. */
+inline void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 }  // namespace devtap_test

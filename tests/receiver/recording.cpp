@@ -60,17 +60,11 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
+using devtap_test::read_all;
 using devtap_test::temp_file;
+using devtap_test::write_all;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-void write_all(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 nlohmann::json parse_trace(const std::string& path) { return nlohmann::json::parse(read_all(path)); }
 

@@ -22,23 +22,16 @@
 
 namespace {
 
+using devtap_test::read_all;
 using devtap_test::temp_file;
+using devtap_test::write_all;
 
 std::vector<devtap::device*> all(devtap::cpu_client& c) {
   auto d = c.local_devices();
   return {d.begin(), d.end()};
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-// In place (std::ios::trunc keeps the inode), as a receiver rewriting the path does.
-void write_all(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // A closed recording of point "n" (T), `per_device` taps on each of 2 devices, with timestamps:
 // several records chunks per device (the writer makes one every ~256 KiB).

@@ -47,22 +47,14 @@ std::vector<devtap::device*> all(devtap::cpu_client& c) {
   return {d.begin(), d.end()};
 }
 
+using devtap_test::read_all;
 using devtap_test::temp_file;
+using devtap_test::write_all;
 
 using devtap_test::eventually;
 using devtap_test::quiet_log;
 using devtap_test::watchdog;
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-void write_all(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 nlohmann::json parse_file(const std::string& path) { return nlohmann::json::parse(read_all(path)); }
 
 std::int64_t ns_of(clock_type::time_point t) {
