@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -87,32 +88,33 @@ constexpr std::uint64_t per_device = 40000;
 
 }  // namespace
 
-TEST_CASE("replay: a middle chunk whose length runs past the end chunk is damage, not a cut") {
+TEST_CASE("replay: a chunk length with a flipped high byte is damage, not a cut; a small error reads as a cut there") {
   temp_file file("damage-len"), bad("damage-len-bad");
   record<std::uint64_t>(file.path, per_device);
   const std::string bytes = read_all(file.path);
   const auto chunks = chunks_of(bytes);
   REQUIRE(chunks.back().type == 4);
-  REQUIRE(chunks.back().at == bytes.size() - 16);
   std::vector<chunk> records;
   for (const chunk& c : chunks)
     if (c.type == 3) records.push_back(c);
   REQUIRE(records.size() >= 4);
-  // A flipped high byte (1 TiB more), and a length 8 bytes longer (it swallows the end chunk's header).
-  for (const auto& [c, byte, flip] : {std::tuple(records[1], 5, 0x01), std::tuple(records.back(), 0, 0x08)}) {
-    std::string d = bytes;
-    d[c.at + 8 + static_cast<std::size_t>(byte)] = static_cast<char>(d[c.at + 8 + static_cast<std::size_t>(byte)] ^ flip);
+  const auto flipped = [&](std::string d, int byte, int flip) {
+    d[records[1].at + 8 + static_cast<std::size_t>(byte)] ^= static_cast<char>(flip);
+    return d;
+  };
+  // 1 TiB more (bit 40), with and without the end chunk: no writer makes such a chunk.
+  for (const bool whole : {true, false}) {
+    std::string d = flipped(bytes, 5, 0x01);
+    if (!whole) d.resize(d.size() - 16);
     write_all(bad.path, d);
-    INFO("chunk at byte " << c.at << ", length byte " << byte << " ^ " << flip);
+    INFO((whole ? "with" : "without") << " its end chunk");
     CHECK_THROWS_WITH(devtap::replay(bad.path),
                       Catch::Matchers::StartsWith("devtap: recording '" + bad.path + "', chunk at byte " +
-                                                  std::to_string(c.at) + ": ") &&
-                          Catch::Matchers::Contains("end chunk"));
+                                                  std::to_string(records[1].at) + ": ") &&
+                          Catch::Matchers::Contains("more than any writer makes (a damaged length)"));
   }
-  // Without its end chunk the same file was cut there: what comes before replays.
-  std::string cut = bytes.substr(0, bytes.size() - 16);
-  cut[records[1].at + 8 + 5] = static_cast<char>(cut[records[1].at + 8 + 5] ^ 0x01);
-  write_all(bad.path, cut);
+  // 16 MiB more (bit 24) cannot be told from a writer that stopped in that chunk: what comes before replays.
+  write_all(bad.path, flipped(bytes, 3, 0x01));
   devtap::replay rp(bad.path);
   seen s;
   s.attach(rp);
@@ -122,6 +124,39 @@ TEST_CASE("replay: a middle chunk whose length runs past the end chunk is damage
   CHECK(s.plain < 2 * per_device);
   CHECK(s.merged == s.plain);
   CHECK(s.ends == 2);
+}
+
+TEST_CASE("replay: a file cut where its last 16 bytes read as an end chunk is still a cut") {
+  // Values {4, 0}: a record's payload whose bytes look like an end chunk's header, at a cut.
+  temp_file file("false-end"), bad("false-end-cut");
+  {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<std::array<std::uint64_t, 2>>([](const auto&) {}, "pair");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 40000; ++i) ctx.tap(point, std::array<std::uint64_t, 2>{4, 0});
+    });
+    rx.close();
+  }
+  const std::string bytes = read_all(file.path);
+  const auto chunks = chunks_of(bytes);
+  std::size_t cut = 0;  // inside the first records chunk, right after a payload {4, 0}
+  for (const chunk& c : chunks)
+    if (c.type == 3 && cut == 0)
+      for (std::size_t at = c.at + 16 + 256; at + 16 <= c.at + 16 + c.body; at += 8) {
+        std::uint64_t w[2];
+        std::memcpy(w, bytes.data() + at, 16);
+        if (w[0] == 4 && w[1] == 0) {
+          cut = at + 16;
+          break;
+        }
+      }
+  REQUIRE(cut != 0);
+  write_all(bad.path, bytes.substr(0, cut));
+  devtap::replay rp(bad.path);
+  std::uint64_t n = 0;
+  rp.attach<std::array<std::uint64_t, 2>>("pair", [&](const auto&) { ++n; });
+  CHECK(rp.run().cut_short_at != 0);
 }
 
 TEST_CASE("replay: a recording truncated between open and run() is refused, and every stream ends") {

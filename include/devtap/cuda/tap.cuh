@@ -281,7 +281,7 @@ __device__ void warp_tap_group(unsigned group, bool group_named, const outfeed& 
   const auto* span_data = reinterpret_cast<const std::byte*>(static_cast<std::uintptr_t>(shfl_u64(mask, own_data, leader)));
   // The leader's elements in its local memory (its stack) are out of the other lanes' reach: the
   // same address names each lane's own local memory. Then the leader copies them alone.
-  const bool span_shared = group_named && __shfl_sync(mask, own_local ? 0 : 1, static_cast<int>(leader)) != 0;
+  const bool span_shared = __shfl_sync(mask, own_local ? 0 : 1, static_cast<int>(leader)) != 0 && group_named;
   const unsigned copiers = group_named ? lanes : 1;
   if constexpr (is_raw_v<T>) {
     const std::uint64_t n = sizeof(T) < value_bytes ? sizeof(T) : value_bytes;

@@ -170,7 +170,7 @@ private:
   std::uint32_t body_device_ = 0;
   std::uint64_t chunk_offset_ = 0;
   std::uint64_t cut_at_ = 0;
-  std::uint64_t end_at_ = 0;  // where the file's last 16 bytes hold an end chunk, or 0
+  static constexpr std::uint64_t max_chunk_body_bytes = std::uint64_t{1} << 40;
   // Every chunk but records, as open() read it: entries read again (run(), after another receiver
   // may have rewritten the file in place) must find the same definitions, or records of a point
   // would be delivered as the type open() saw.

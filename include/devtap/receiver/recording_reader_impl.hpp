@@ -123,12 +123,6 @@ DEVTAP_FUNC void recording_reader::open_file() {
   }
   entries_at_ = 32 + sizes[1];
   chunk_header h;
-  // A file that ends with an end chunk was closed whole: a chunk that runs past that end chunk is
-  // then damage (a flipped length byte), not a writer that stopped, and must not hide what follows.
-  if (version_ >= 2 && file_bytes_ >= entries_at_ + sizeof h && file_bytes_ % 8 == 0 &&
-      std::fseek(file_, static_cast<long>(file_bytes_ - sizeof h), SEEK_SET) == 0 && std::fread(&h, 1, sizeof h, file_) == sizeof h &&
-      h.type == chunk_type::end && h.device == 0 && h.body_bytes == 0)
-    end_at_ = file_bytes_ - sizeof h;
   // Every definition, up front: a consumer is attached by name before any record is read.
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_at_ = body_bytes_ = 0;
@@ -183,12 +177,15 @@ DEVTAP_FUNC recording_reader::~recording_reader() {
 }
 
 DEVTAP_FUNC void recording_reader::fail(const std::string& what) const {
-  throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) + ": " + what);
+  // Once opened, every chunk and entry had been read whole: what fails now was changed since.
+  throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) + ": " +
+                           (opened_ ? "the recording changed since it was opened (" + what + ")" : what));
 }
 
 DEVTAP_FUNC void recording_reader::changed() const {
-  fail("the recording changed since it was opened (truncated, or rewritten by another receiver): its records "
-       "no longer match the definitions read then");
+  throw std::runtime_error("devtap: recording '" + path_ + "', chunk at byte " + std::to_string(chunk_offset_) +
+                           ": the recording changed since it was opened (truncated, or rewritten by another receiver): "
+                           "its records no longer match the definitions read then");
 }
 
 DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) const noexcept {
@@ -200,8 +197,9 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
   // The end as open_file() saw it: a recording still being written grows meanwhile, and what it
   // gains has no definitions read for it.
-  if (chunk_offset_ >= file_bytes_) {
-    if (opened_ && next_kept_ < kept_.size()) changed();  // (a chunk now ends past a kept one)
+  // Or where open() found the file cut: what is there now was never read whole and checked.
+  if (chunk_offset_ >= file_bytes_ || (opened_ && cut_at_ != 0 && chunk_offset_ >= cut_at_)) {
+    if (opened_ && (next_kept_ < kept_.size() || (cut_at_ != 0 && chunk_offset_ != cut_at_))) changed();
     return false;
   }
   h = chunk_header{};
@@ -209,11 +207,14 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   const std::size_t got = std::fread(&h, 1, sizeof h, file_);
   if (opened_ && got != sizeof h && left >= sizeof h) changed();  // bytes open() saw are gone: the file shrank
   if (got == sizeof h && h.body_bytes % 8 != 0) fail("damaged chunk header");
-  // A whole file's chunks stop at its end chunk: checked before anything is allocated for the body.
-  if (end_at_ != 0 && chunk_offset_ < end_at_ &&
-      (end_at_ - chunk_offset_ < sizeof h || h.body_bytes > end_at_ - chunk_offset_ - sizeof h))
-    fail("a chunk of " + std::to_string(h.body_bytes) + " bytes that runs past the end chunk at byte " +
-         std::to_string(end_at_) + " (a damaged length: the file ends with its end chunk, it was not cut short)");
+  // No writer makes a chunk of 1 TiB (it holds each in memory): such a length is damage (a flipped
+  // high byte), not a writer that stopped, and must not hide the rest of the file as a cut would.
+  if (got == sizeof h && h.body_bytes >= max_chunk_body_bytes)
+    fail("a chunk of " + std::to_string(h.body_bytes) + " bytes, more than any writer makes (a damaged length)");
+  // Before where open() found the file cut, every chunk was whole: one that now runs past it changed.
+  if (opened_ && cut_at_ != 0 && got == sizeof h &&
+      (cut_at_ - chunk_offset_ < sizeof h || h.body_bytes > cut_at_ - chunk_offset_ - sizeof h))
+    changed();
   // A chunk the file does not hold whole: its writer stopped there (a crash). What came before is
   // the recording; checked before anything is allocated for the body.
   if (got != sizeof h || left < sizeof h || h.body_bytes > left - sizeof h) {
