@@ -83,7 +83,7 @@ public:
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL void write_out(std::size_t device) override;
   DEVTAP_INLINE_VIRTUAL std::string close(std::chrono::steady_clock::time_point give_up_at,
-                                                   std::chrono::steady_clock::time_point pipe_deadline) override;
+                                          std::chrono::steady_clock::time_point pipe_deadline) override;
   void start() override { start_file(); }
 
 private:
@@ -170,7 +170,7 @@ private:
   std::uint32_t body_device_ = 0;
   std::uint64_t chunk_offset_ = 0;
   std::uint64_t cut_at_ = 0;
-  static constexpr std::uint64_t max_chunk_body_bytes = std::uint64_t{1} << 40;
+  static constexpr std::uint64_t max_chunk_body_bytes = std::uint64_t{1} << 40;  // no writer makes one (next_chunk)
   // Every chunk but records, as open() read it: entries read again (run(), after another receiver
   // may have rewritten the file in place) must find the same definitions, or records of a point
   // would be delivered as the type open() saw.

@@ -195,9 +195,9 @@ DEVTAP_FUNC const point_description* recording_reader::point(std::uint32_t id) c
 
 DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
   chunk_offset_ = static_cast<std::uint64_t>(std::ftell(file_));
-  // The end as open_file() saw it: a recording still being written grows meanwhile, and what it
-  // gains has no definitions read for it.
-  // Or where open() found the file cut: what is there now was never read whole and checked.
+  // The end as open_file() saw it (a recording still being written grows meanwhile, and what it
+  // gains has no definitions read for it), or where it found the file cut: what is there now was
+  // never read whole and checked.
   if (chunk_offset_ >= file_bytes_ || (opened_ && cut_at_ != 0 && chunk_offset_ >= cut_at_)) {
     if (opened_ && (next_kept_ < kept_.size() || (cut_at_ != 0 && chunk_offset_ != cut_at_))) changed();
     return false;

@@ -39,7 +39,7 @@ public:
   DEVTAP_INLINE_VIRTUAL void end(std::size_t device, std::uint64_t time_ns, std::uint64_t dropped) override;
   DEVTAP_INLINE_VIRTUAL void write_out(std::size_t device) override;
   DEVTAP_INLINE_VIRTUAL std::string close(std::chrono::steady_clock::time_point give_up_at,
-                                                   std::chrono::steady_clock::time_point pipe_deadline) override;
+                                          std::chrono::steady_clock::time_point pipe_deadline) override;
   void start() override { start_file(); }
 
   /** Events written so far (metadata not counted). */
