@@ -380,6 +380,15 @@ static_assert(devtap::detail::has_bools_v<std::span<const bool>> && devtap::deta
 static_assert(devtap::detail::has_bools_v<std::tuple<int, std::tuple<char, bool>>>);
 static_assert(!devtap::detail::has_bools_v<progress> && !devtap::detail::has_bools_v<record>);
 static_assert(!devtap::detail::has_bools_v<hidden_bool>, "opaque classes are not looked into");
+namespace {
+enum class switch_state : bool { off, on };
+struct with_switch {
+  std::uint32_t id;
+  switch_state state;
+};
+}  // namespace
+static_assert(devtap::detail::has_bools_v<switch_state> && devtap::detail::has_bools_v<with_switch>);
+static_assert(!devtap::detail::has_bools_v<std::byte>, "an enum over another type holds no bool");
 
 TEST_CASE("decode refuses a bool that is neither 0 nor 1, wherever it is", "[codec]") {
   CHECK(accepted_bytes(true, 0) == zero_or_one);
@@ -398,6 +407,9 @@ TEST_CASE("decode refuses a bool that is neither 0 nor 1, wherever it is", "[cod
   // tag at 0, the span's count at 8, its elements from 16: items[1].on at 16 + 8 + 4.
   CHECK(accepted_bytes(flags_in_span{9, std::span<const flagged>(items)}, 16 + sizeof(flagged) + offsetof(flagged, on)) ==
         zero_or_one);
+  // An enum over bool is loaded as a bool too (a hostile tester replayed one holding 2).
+  CHECK(accepted_bytes(switch_state::on, 0) == zero_or_one);
+  CHECK(accepted_bytes(with_switch{3, switch_state::on}, offsetof(with_switch, state)) == zero_or_one);
   // Bytes that are not bools are not checked: every value of the int beside them decodes.
   CHECK(accepted_bytes(with_c_array{{1, 2, 3}, 4.f, true}, 1).size() == 256);
   // Nor are an opaque class's (documented: its bools cannot be found).

@@ -55,8 +55,11 @@ constexpr bool any_reaches(type_list<Ts...>) {
   return (false || ... || reaches<Match, Ts>());
 }
 
+// bool, or an enum over bool: either holds a byte that must be 0 or 1.
+template <class U, bool = std::is_enum_v<U>>
+struct is_bool : std::is_same<U, bool> {};
 template <class U>
-using is_bool = std::is_same<U, bool>;
+struct is_bool<U, true> : std::is_same<std::underlying_type_t<U>, bool> {};
 
 // Whether T holds a bool anywhere: bytes from outside (a recording, a device's ring) must then be
 // checked before they are read as a T, since a bool byte other than 0 or 1 is undefined behaviour.
@@ -327,8 +330,8 @@ bool bools_valid(const T& v) {
   if constexpr (!has_bools_v<U>) {
     (void)v;
     return true;
-  } else if constexpr (std::is_same_v<U, bool>) {
-    static_assert(sizeof(bool) == 1, "devtap: bools are checked as one byte");
+  } else if constexpr (is_bool<U>::value) {
+    static_assert(sizeof(U) == 1, "devtap: bools are checked as one byte");
     return *reinterpret_cast<const unsigned char*>(std::addressof(v)) <= 1;
   } else if constexpr (shape_of<U> == shape::span) {
     for (const auto& e : v)

@@ -11,7 +11,9 @@
  * and `class B { double v; }` match, so a record of B that reaches a consumer of A is handed over
  * as A's bytes, not counted as a type mismatch. An opaque type never matches an aggregate, a
  * tuple or an array (its own tag), nor an opaque type of another size or alignment. Names never
- * enter a fingerprint, so same-layout aggregates match too. docs/guide.md, section 3, says so.
+ * enter a fingerprint, so same-layout aggregates match too; nor do a field's offset or a
+ * bit-field's width, which no constant expression can see (only the type's size and alignment
+ * catch an alignas). docs/guide.md, section 3, says so.
  */
 #include <devtap/config.hpp>
 #include <devtap/detail/shape.hpp>
@@ -57,11 +59,6 @@ DEVTAP_HOST_DEVICE constexpr void fp_children(fnv1a64& f, type_list<Ts...>) {
   (f.u64(fingerprint_of<Ts>()), ...);
 }
 
-#if defined(__SIZEOF_INT128__)
-__extension__ typedef __int128 fp_int128;  // __extension__: no -Wpedantic noise
-__extension__ typedef unsigned __int128 fp_uint128;
-#endif
-
 template <class T>
 constexpr bool is_char_kind_v =
     std::is_same_v<T, char> || std::is_same_v<T, wchar_t> || std::is_same_v<T, char8_t> ||
@@ -82,9 +79,9 @@ DEVTAP_HOST_DEVICE constexpr std::uint64_t fingerprint_scalar() {
     return fp_node(std::is_signed_v<U> ? 'i' : 'u').u64(sizeof(U)).h;
 #if defined(__SIZEOF_INT128__)
     // Strict -std=c++20 does not count __int128 as integral; keep its sign anyway.
-  } else if constexpr (std::is_same_v<U, fp_int128>) {
+  } else if constexpr (std::is_same_v<U, int128>) {
     return fp_node('i').u64(sizeof(U)).h;
-  } else if constexpr (std::is_same_v<U, fp_uint128>) {
+  } else if constexpr (std::is_same_v<U, uint128>) {
     return fp_node('u').u64(sizeof(U)).h;
 #endif
   } else if constexpr (std::is_floating_point_v<U>) {
