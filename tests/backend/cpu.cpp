@@ -199,6 +199,20 @@ TEST_CASE("destroying a client keeps every device until no queue holds work: wor
   CHECK(chained == 1);
 }
 
+TEST_CASE("a client destroyed from its own device's work keeps its devices, threads and all", "[cpu]") {
+  devtap_test::log_capture log;
+  auto c = std::make_unique<cpu_client>(2);
+  cpu_device& d1 = *c->cpu_devices()[1];
+  // It used to join its own thread (std::terminate: "Resource deadlock avoided"), as std::exit from
+  // device work did with a function-local static client.
+  d1.submit([&c] { c.reset(); }).get();
+  CHECK(c == nullptr);
+  CHECK(log.count(devtap::log_level::warn,
+                  "cpu_client destroyed from the work of its device 'cpu:1': its 2 device(s) are kept, threads and "
+                  "all, until the process exits") == 1);
+  CHECK(d1.run([] { return 7; }) == 7);  // kept: it still runs work
+}
+
 TEST_CASE("allocate_ring gives a host ring the host may tap", "[cpu]") {
   cpu_client c(1);
   auto ring = c.cpu_devices()[0]->allocate_ring(4096);
@@ -217,7 +231,7 @@ TEST_CASE("DEVTAP_CPU_DEVICES parsing", "[cpu]") {
   CHECK(cpu_device_count_from(" 2") == 2);  // as a shell or a Windows tool may write it
   CHECK(cpu_device_count_from("3\r\n") == 3);
   CHECK(cpu_device_count_from(" \t") == 1);  // blank: as unset
-  for (const char* bad : {"0", "-1", "+2", "abc", "2x", "2 2", "1025", "99999999999"})
+  for (const char* bad : {"0", "-1", "-0", "-4", "+2", "abc", "2x", "2 2", "1025", "99999999999"})
     CHECK_THROWS_AS(cpu_device_count_from(bad), devtap::backend_error);
   CHECK_THROWS_WITH(cpu_device_count_from("abc"),
                     "DEVTAP_CPU_DEVICES='abc' is not a valid device count (expected an integer from 1 to 1024)");

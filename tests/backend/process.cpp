@@ -45,6 +45,8 @@ TEST_CASE("malformed values are ignored, a missing or small size covers the inde
   CHECK((p.index == 2 && p.count == 4));
   p = from({{"PMI_RANK", "-1"}});
   CHECK((p.index == 0 && p.count == 1));
+  p = from({{"OMPI_COMM_WORLD_RANK", "-0"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"}});  // a sign: malformed, even on 0
+  CHECK((p.index == 3 && p.count == 4));
   p = from({{"PMI_RANK", "7"}});
   CHECK((p.index == 7 && p.count == 8));
   p = from({{"PMI_RANK", "7"}, {"PMI_SIZE", "2"}});

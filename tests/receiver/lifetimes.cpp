@@ -159,6 +159,51 @@ TEST_CASE("a receiver destroyed from its own consumer while a client's destructo
   CHECK(took < 4s);  // (close_timeout is 5 s: reached only by a close that waited for an abandoned reader)
 }
 
+TEST_CASE("work a consumer queues while a client's destructor closes its receiver runs before any device goes") {
+  devtap_test::watchdog dog(30s);
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(2);
+  devtap::cpu_device* d0 = cpus->cpu_devices()[0];
+  devtap::cpu_device* d1 = cpus->cpu_devices()[1];
+  devtap::receiver rx({.devices = {d1}, .name = "left-open"});
+  std::atomic<int> ran{0};
+  auto point = rx.attach<int>([&](const int&) {
+    std::this_thread::sleep_for(50ms);  // the destructor has found every queue empty meanwhile
+    // Queued on cpu:0, using cpu:1: it ran in cpu:0's destructor, after cpu:1 had gone (ASan).
+    (void)d0->submit([&ran, d1] {
+      std::this_thread::sleep_for(20ms);
+      ran += d1->run([] { return 1; });
+    });
+  });
+  rx.outfeed(*d1).tap(point, 1);
+  cpus.reset();
+  CHECK(ran == 1);
+  CHECK(log.has("receiver 'left-open' still drains device 'cpu:1', whose client is being destroyed: closed first"));
+}
+
+TEST_CASE("a consumer that destroys its device's client abandons its receiver; nothing is freed under it") {
+  devtap_test::watchdog dog(30s);
+  log_capture log;
+  const unsigned devices = GENERATE(1u, 2u);
+  auto cpus = std::make_unique<devtap::cpu_client>(devices);
+  std::vector<devtap::device*> devs;
+  for (auto* d : cpus->cpu_devices()) devs.push_back(d);
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = devs, .name = "victim"});
+  std::atomic<bool> client_gone{false};
+  auto point = rx->attach<int>([&](const int&) {
+    cpus.reset();  // close() would wait for this very reader: it used to be left open over freed devices
+    client_gone = true;
+  });
+  rx->outfeed(*devs.back()).tap(point, 1);
+  REQUIRE(devtap_test::eventually([&] { return client_gone.load(); }, 5s));
+  CHECK(log.has("receiver 'victim' abandoned, not drained: the client of device 'cpu:0' is destroyed from a consumer of "
+                "this receiver; its devices are kept until the process exits"));
+  CHECK(log.has("cpu_client destroyed from a consumer of a receiver on its devices: its " + std::to_string(devices) +
+                " device(s) are kept"));
+  rx.reset();  // (ASan: its destructor asked the freed devices whether it ran on them)
+  CHECK(devs.back()->name() == "cpu:" + std::to_string(devices - 1));  // kept
+}
+
 TEST_CASE("a log sink that destroys the receiver named in a client's 'closed first' warning") {
   devtap_test::watchdog dog(30s);
   devtap::set_log_sink([](devtap::log_level level, std::string_view text) {

@@ -28,19 +28,47 @@ DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_
   }
 }
 
+namespace detail {
+// Devices whose client was destroyed where they could not go (see ~cpu_client): kept, threads and
+// all, until the process ends. Never destroyed: at exit nothing joins their threads.
+inline std::vector<std::unique_ptr<cpu_device>>& kept_cpu_devices() {
+  static auto* const kept = new std::vector<std::unique_ptr<cpu_device>>();
+  return *kept;
+}
+inline std::mutex& kept_cpu_devices_mutex() {
+  static auto* const mutex = new std::mutex();
+  return *mutex;
+}
+}  // namespace detail
+
 DEVTAP_FUNC cpu_client::~cpu_client() {
   // Every device lives until none has work left: work queued on one may use another. Each pass
   // waits for every queue; one in which nothing but its own waits was posted leaves them all empty.
-  const bool from_own_work = std::any_of(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
-  for (std::uint64_t before = 1, after = 0; !from_own_work && after != before;) {
-    before = after = 0;
-    for (auto& d : owned_) before += d->executor_.posted();
-    for (auto& d : owned_) d->executor_.wait_idle();
-    for (auto& d : owned_) after += d->executor_.posted();
-    before += owned_.size();  // (the waits' own tasks)
+  const auto drain = [this] {
+    for (std::uint64_t before = 1, after = 0; after != before;) {
+      before = after = 0;
+      for (auto& d : owned_) before += d->executor_.posted();
+      for (auto& d : owned_) d->executor_.wait_idle();
+      for (auto& d : owned_) after += d->executor_.posted();
+      before += owned_.size();  // (the waits' own tasks)
+    }
+  };
+  const auto own = std::find_if(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
+  if (own == owned_.end()) drain();  // (from a device's own work, a wait for it would wait for itself)
+  bool receivers_closed = true;      // after the work that taps into them; else they drain freed devices
+  for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
+  if (own == owned_.end() && receivers_closed) {
+    drain();  // what the receivers' consumers queued as they were closed
+    while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
+    return;
   }
-  for (auto& d : owned_) d->close_attached_receiver();  // after the work that taps into it; else it drains freed devices
-  while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
+  // Destroyed from a device's own work (it cannot join its own thread), or from a consumer of a
+  // receiver that could only be abandoned (its readers still use the devices): nothing may go.
+  log(log_level::warn, "cpu_client destroyed from {}: its {} device(s) are kept, threads and all, until the process exits",
+      own != owned_.end() ? "the work of its device '" + (*own)->name() + "'" : std::string("a consumer of a receiver on its devices"),
+      owned_.size());
+  std::lock_guard lock(detail::kept_cpu_devices_mutex());
+  for (auto& d : owned_) detail::kept_cpu_devices().push_back(std::move(d));
 }
 
 DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {

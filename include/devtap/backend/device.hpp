@@ -21,8 +21,9 @@ DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 struct ring_allocation;
 /** Closes (logged) the open receivers that drain a device whose client is being destroyed; set by
- *  the first receiver (the receiver layer is above this one). */
-inline std::atomic<void (*)(const device&)> close_receivers_draining{nullptr};
+ *  the first receiver (the receiver layer is above this one). False when one could only be
+ *  abandoned (the destructor runs in its consumer or its devices' work): it still uses the devices. */
+inline std::atomic<bool (*)(const device&)> close_receivers_draining{nullptr};
 }  // namespace detail
 
 /** One device of a backend. Owned by its `client`: the default registry's live for the program's
@@ -76,10 +77,12 @@ public:
     return attached_.compare_exchange_strong(expected, out, std::memory_order_acq_rel);
   }
   /** A client's destructor, before its devices go: closes the receiver still open on this device,
-   *  which would otherwise drain freed memory. */
-  void close_attached_receiver() const noexcept {
-    if (attached_.load(std::memory_order_acquire) == nullptr) return;
-    if (auto* close = detail::close_receivers_draining.load(std::memory_order_acquire)) close(*this);
+   *  which would otherwise drain freed memory. False when it could not (see close_receivers_draining):
+   *  the device must then stay. */
+  bool close_attached_receiver() const noexcept {
+    if (attached_.load(std::memory_order_acquire) == nullptr) return true;
+    auto* close = detail::close_receivers_draining.load(std::memory_order_acquire);
+    return close == nullptr || close(*this);
   }
   /** Why the device's work failed since `seen` failures (empty: it did not), e.g. a CUDA kernel
    *  that faulted; `seen` becomes the count now. A receiver reports it from close(): records that

@@ -10,7 +10,7 @@ namespace detail {
 DEVTAP_FUNC bool parse_non_negative(const char* text, int& out) noexcept {
   if (text == nullptr) return false;
   const std::string_view v = trim(text);  // "DEVTAP_CPU_DEVICES= 4" means 4
-  if (v.empty()) return false;
+  if (v.empty() || v.front() == '-') return false;  // from_chars takes a minus sign, and "-0" is 0
   int value = 0;
   auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
   if (ec != std::errc{} || end != v.data() + v.size() || value < 0) return false;

@@ -27,16 +27,19 @@ inline open_receiver_list& open_receivers() {
   return *list;
 }
 
-/** Closes the receivers still open that drain `dev` (every one when null), logging what they throw. */
-void close_open_receivers(const device* dev);
+/** Closes the receivers still open that drain `dev` (every one when null), logging what they throw.
+ *  False when one that drains `dev` could only be abandoned: this thread is its consumer or its
+ *  devices' work, which close() would wait for. */
+bool close_open_receivers(const device* dev);
 /** At normal exit: closes every receiver still open (each drained within its close_timeout; its
  *  consumers see their end of stream). */
 inline void close_open_receivers_at_exit() { close_open_receivers(nullptr); }
 /** When a client is destroyed before the receivers that drain its devices (device.hpp). */
-inline void close_open_receivers_draining(const device& dev) noexcept {
+inline bool close_open_receivers_draining(const device& dev) noexcept {
   try {
-    close_open_receivers(&dev);
+    return close_open_receivers(&dev);
   } catch (...) {  // (the log, or the list's allocation): the device goes anyway
+    return true;
   }
 }
 

@@ -20,14 +20,15 @@ DEVTAP_FUNC void detail::forget(const receiver_state& state) noexcept {
 /** Closes the receivers still open that drain `dev` (all of them when null), logging what close()
  *  throws. One at a time, each taken off the list under its lock, and closed through its state
  *  alone: its owner, or a consumer that one close() calls, may destroy the receiver meanwhile. */
-DEVTAP_FUNC void detail::close_open_receivers(const device* dev) {
+DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
+  bool all_closed = true;
   for (auto& list = open_receivers();;) {
     std::unique_lock lock(list.mutex);
     const auto drains = [dev](const std::shared_ptr<receiver_state>& state) {
       return !dev || std::ranges::any_of(state->streams, [dev](const auto& stream) { return stream->dev == dev; });
     };
     const auto it = std::ranges::find_if(list.open, drains);
-    if (it == list.open.end()) return;
+    if (it == list.open.end()) return all_closed;
     const std::shared_ptr<receiver_state> state = *it;
     list.open.erase(it);
     lock.unlock();
@@ -37,11 +38,21 @@ DEVTAP_FUNC void detail::close_open_receivers(const device* dev) {
           state->name, dev->name());
     // std::exit from a consumer or a device's work: close() would wait for this very thread. Its
     // rings are left as they are; what they still hold is neither delivered nor counted.
-    if (const char* where = dev == nullptr ? inside(*state, true) : nullptr) {
+    if (const char* where = inside(*state, true); where != nullptr && dev == nullptr) {
       log(log_level::error,
           "receiver '{}' not closed at exit: std::exit was called from {}, which close() would wait for; what its "
           "rings still hold is not delivered",
           state->name, where);
+      continue;
+    } else if (where != nullptr) {  // the client is destroyed from there: abandoned, as ~receiver would
+      all_closed = false;  // (also when a close() elsewhere holds it: it waits for this thread too)
+      const std::unique_lock claim(state->close_mutex, std::try_to_lock);
+      if (!claim.owns_lock() || state->closed.exchange(true, std::memory_order_acq_rel)) continue;
+      log(log_level::error,
+          "receiver '{}' abandoned, not drained: the client of device '{}' is destroyed from {}; its devices are "
+          "kept until the process exits",
+          state->name, dev->name(), where);
+      abandon_receiver(state);
       continue;
     }
     try {

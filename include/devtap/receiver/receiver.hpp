@@ -53,6 +53,9 @@ const char* inside(const receiver_state& state, bool devices_too = true);
 void refuse_inside(const receiver_state& state, const char* call, bool devices_too);
 /** receiver::close() on the state alone: the receiver may be destroyed meanwhile (a consumer). */
 void close_receiver(std::shared_ptr<receiver_state> keep);
+/** Where close() would wait for this thread: no consumer is called again, every stream is given up
+ *  and its ring retired, not drained. The caller has claimed `closed`. */
+void abandon_receiver(const std::shared_ptr<receiver_state>& state);
 /** Off the list of open receivers: the exit handler leaves it alone. */
 void forget(const receiver_state& state) noexcept;
 }  // namespace detail
@@ -212,8 +215,6 @@ private:
 
   const char* inside(bool devices_too = true) const { return detail::inside(*state_, devices_too); }
   void refuse_inside(const char* call, bool devices_too) const { detail::refuse_inside(*state_, call, devices_too); }
-
-  void abandon_all();
 
   void flush_until(std::chrono::steady_clock::time_point deadline, const char* call);
 

@@ -136,7 +136,7 @@ DEVTAP_FUNC receiver::~receiver() {
     if (!claim.owns_lock() || state_->closed.exchange(true, std::memory_order_acq_rel)) return;
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
         where);
-    abandon_all();
+    detail::abandon_receiver(state_);
     return;
   }
   try {
@@ -333,18 +333,18 @@ DEVTAP_FUNC void detail::refuse_inside(const receiver_state& state, const char* 
                            ", which it would wait for; call it from another thread");
 }
 
-DEVTAP_FUNC void receiver::abandon_all() {  // (closed: claimed by ~receiver)
+DEVTAP_FUNC void detail::abandon_receiver(const std::shared_ptr<receiver_state>& state) {
   {  // no consumer is called again: a merged one's held records with them (its helper runs on)
-    std::lock_guard lock(state_->table_mutex);
-    for (auto& entry : state_->entries) entry->abandon_held();
+    std::lock_guard lock(state->table_mutex);
+    for (auto& entry : state->entries) entry->abandon_held();
   }
-  for (auto& stream : state_->streams) {
+  for (auto& stream : state->streams) {
     detail::abandon(*stream);
     stream->dev->detach(&stream->out);
     stream->dev->retire_ring(stream->ring);
     // Work already running on the device may still be inside a tap or a call that reads this
     // stream: the state lives until that work is done, as close() keeps it.
-    stream->dev->after_pending_work([keep = state_] {});
+    stream->dev->after_pending_work([keep = state] {});
     // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();
