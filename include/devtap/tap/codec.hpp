@@ -55,11 +55,15 @@ constexpr bool any_reaches(type_list<Ts...>) {
   return (false || ... || reaches<Match, Ts>());
 }
 
-// bool, or an enum over bool: either holds a byte that must be 0 or 1.
-template <class U, bool = std::is_enum_v<U>>
-struct is_bool : std::is_same<U, bool> {};
+// bool, or an enum over bool: either holds a byte that must be 0 or 1. (One template parameter:
+// clang takes no defaulted second one where `template <class> class Match` is expected.)
 template <class U>
-struct is_bool<U, true> : std::is_same<std::underlying_type_t<U>, bool> {};
+constexpr bool bool_or_bool_enum() {
+  if constexpr (std::is_enum_v<U>) return std::is_same_v<std::underlying_type_t<U>, bool>;
+  else return std::is_same_v<U, bool>;
+}
+template <class U>
+struct is_bool : std::bool_constant<bool_or_bool_enum<U>()> {};
 
 // Whether T holds a bool anywhere: bytes from outside (a recording, a device's ring) must then be
 // checked before they are read as a T, since a bool byte other than 0 or 1 is undefined behaviour.
