@@ -130,6 +130,29 @@ TEST_CASE("json strings: all 1- and 2-byte strings match nlohmann", "[json]") {
   CHECK_NO_MISMATCH(cmp);
 }
 
+// valid_utf8 (field names are checked with it at compile time) says yes exactly where the writer
+// keeps the bytes as they are, U+FFFD itself aside.
+TEST_CASE("json strings: valid_utf8 agrees with what the writer replaces", "[json]") {
+  static_assert(dd::valid_utf8("") && dd::valid_utf8("plain") && dd::valid_utf8("\xC3\xA9t\xC3\xA9"));
+  static_assert(!dd::valid_utf8("\xFF") && !dd::valid_utf8("a\xC3") && !dd::valid_utf8("\xED\xA0\x80"));
+  const auto kept = [](std::string_view s) { return escaped(s).find("\xEF\xBF\xBD") == std::string::npos; };
+  std::size_t checked = 0;
+  std::string first_disagreement;
+  for (unsigned a = 0; a < 256; ++a)
+    for (unsigned b = 0; b < 256; ++b)
+      for (unsigned char c : {0x41, 0x80, 0x9F, 0xA0, 0xBF, 0xC0}) {
+        const char s[] = {static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)};
+        for (std::size_t n = 1; n <= 3; ++n, ++checked) {
+          const std::string_view v(s, n);
+          if (dd::valid_utf8(v) != kept(v) && first_disagreement.empty())
+            first_disagreement = std::to_string(a) + " " + std::to_string(b) + " " + std::to_string(c) + ", length " +
+                                 std::to_string(n);
+        }
+      }
+  CHECK(first_disagreement == "");
+  CHECK(checked > 100000);
+}
+
 // Bytes at every boundary of UTF-8's classes (ASCII, continuation ranges, lead bytes).
 constexpr unsigned char interesting_bytes[] = {0x00, 0x22, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0,
                                                0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF};

@@ -26,7 +26,7 @@ namespace detail {
 struct utf8_match {
   std::size_t len, need;
 };
-inline utf8_match match_utf8(const unsigned char* p, std::size_t n) {
+constexpr utf8_match match_utf8(const unsigned char* p, std::size_t n) {
   const unsigned char b = p[0];
   unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
   std::size_t need = 0;                // 0: b never starts a sequence (80..C1, F5..FF)
@@ -45,6 +45,24 @@ inline utf8_match match_utf8(const unsigned char* p, std::size_t n) {
   std::size_t len = 2;
   while (len < need && len < n && (p[len] & 0xC0) == 0x80) ++len;
   return {len, need};
+}
+
+// Whether s is well-formed UTF-8 throughout (checked at compile time where replacing its bytes
+// would merge two texts into one, as two field names into one JSON key).
+constexpr bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    unsigned char seq[4] = {static_cast<unsigned char>(s[i])};
+    if (seq[0] < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = std::min<std::size_t>(4, s.size() - i);
+    for (std::size_t k = 1; k < n; ++k) seq[k] = static_cast<unsigned char>(s[i + k]);
+    const utf8_match m = match_utf8(seq, n);
+    if (m.need == 0 || m.len < m.need) return false;
+    i += m.need;
+  }
+  return true;
 }
 
 // Appends s as a quoted JSON string; invalid UTF-8 becomes U+FFFD as nlohmann's replace does.

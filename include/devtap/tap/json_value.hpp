@@ -50,7 +50,7 @@ struct json_parts {
 
 // What is wrong with U's field_names, if anything (U without cv). `top`: U is the tapped type
 // itself, whose members sit beside the trace's own "sequence".
-enum class field_names_fault { none, no_names, not_composite, count, empty, duplicate, reserved };
+enum class field_names_fault { none, no_names, not_composite, count, empty, not_utf8, duplicate, reserved };
 
 template <class U>
 consteval field_names_fault check_field_names(bool top) {
@@ -66,6 +66,7 @@ consteval field_names_fault check_field_names(bool top) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::string_view a = field_name<U>(i);
       if (a.empty()) return field_names_fault::empty;
+      if (!valid_utf8(a)) return field_names_fault::not_utf8;  // the trace would write U+FFFD: two could become one key
       if (top && a == "sequence") return field_names_fault::reserved;
       for (std::size_t j = 0; j < i; ++j)
         if (a == field_name<U>(j)) return field_names_fault::duplicate;
@@ -86,6 +87,7 @@ struct field_names_check {
                 "devtap::field_names<T>: T must be an aggregate or a tuple (only their fields have names)");
   static_assert(fault != field_names_fault::count, "devtap::field_names<T>: give exactly one name per field of T");
   static_assert(fault != field_names_fault::empty, "devtap::field_names<T>: a field name is empty");
+  static_assert(fault != field_names_fault::not_utf8, "devtap::field_names<T>: a field name is not valid UTF-8");
   static_assert(fault != field_names_fault::duplicate, "devtap::field_names<T>: two fields have the same name");
   static_assert(fault != field_names_fault::reserved,
                 "devtap::field_names<T>: \"sequence\" is taken (the trace file's key for the record's sequence number)");
