@@ -28,19 +28,6 @@ DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_
   }
 }
 
-namespace detail {
-// Devices whose client was destroyed where they could not go (see ~cpu_client): kept, threads and
-// all, until the process ends. Never destroyed: at exit nothing joins their threads.
-inline std::vector<std::unique_ptr<cpu_device>>& kept_cpu_devices() {
-  static auto* const kept = new std::vector<std::unique_ptr<cpu_device>>();
-  return *kept;
-}
-inline std::mutex& kept_cpu_devices_mutex() {
-  static auto* const mutex = new std::mutex();
-  return *mutex;
-}
-}  // namespace detail
-
 DEVTAP_FUNC cpu_client::~cpu_client() {
   // Every device lives until none has work left: work queued on one may use another. Each pass
   // waits for every queue; one in which nothing but its own waits was posted leaves them all empty.
@@ -67,8 +54,7 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
   log(log_level::warn, "cpu_client destroyed from {}: its {} device(s) are kept, threads and all, until the process exits",
       own != owned_.end() ? "the work of its device '" + (*own)->name() + "'" : std::string("a consumer of a receiver on its devices"),
       owned_.size());
-  std::lock_guard lock(detail::kept_cpu_devices_mutex());
-  for (auto& d : owned_) detail::kept_cpu_devices().push_back(std::move(d));
+  detail::keep_devices_until_exit(owned_);
 }
 
 DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {

@@ -32,7 +32,13 @@ DEVTAP_FUNC void cuda_device::after_pending_work(std::function<void()> fn) {
 }
 
 DEVTAP_FUNC cuda_client::~cuda_client() {
-  for (auto& d : owned_) d->close_attached_receiver();  // else it would drain freed devices
+  bool receivers_closed = true;  // else they would drain freed devices
+  for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
+  if (receivers_closed) return;
+  // Destroyed from a consumer of a receiver it could only abandon: its readers still use the devices.
+  log(log_level::warn, "cuda_client destroyed from a consumer of a receiver on its devices: its {} device(s) are kept until the process exits",
+      owned_.size());
+  detail::keep_devices_until_exit(owned_);
 }
 
 DEVTAP_FUNC cuda_client::cuda_client(process_info process) : process_(process) {

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -146,6 +147,20 @@ public:
 protected:
   client() = default;
 };
+
+namespace detail {
+/** A client destroyed where its devices are still in use (from their own work, which cannot join
+ *  its own thread, or from a consumer of a receiver it could only abandon) keeps them here until the
+ *  process ends. Never destroyed, so nothing joins their threads at exit. */
+template <class Device>
+void keep_devices_until_exit(std::vector<std::unique_ptr<Device>>& devices) {
+  static auto* const mutex = new std::mutex();
+  static auto* const kept = new std::vector<std::unique_ptr<Device>>();
+  std::lock_guard lock(*mutex);
+  for (auto& d : devices) kept->push_back(std::move(d));
+  devices.clear();
+}
+}  // namespace detail
 
 DEVTAP_END_NAMESPACE
 
