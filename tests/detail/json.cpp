@@ -338,6 +338,8 @@ TEST_CASE("json numbers: 128-bit integers are written in full", "[json]") {
   CHECK(text(dd::int128{-1}) == "-1");
   CHECK(text(dd::uint128{9}) == "9");
   CHECK(text(dd::uint128{10}) == "10");
+  enum class wide_enum : dd::uint128 { big = dd::uint128{1} << 100 };  // through its underlying type
+  CHECK(text(wide_enum::big) == "1267650600228229401496703205376");
   std::string args;  // as a trace event's args: a field of a tapped tuple
   dd::append_json_args(args, std::tuple<dd::int128, int>{-(dd::int128{1} << 80), 2});
   CHECK(args == R"({"0":-1208925819614629174706176,"1":2})");

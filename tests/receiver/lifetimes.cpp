@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -202,6 +203,79 @@ TEST_CASE("a consumer that destroys its device's client abandons its receiver; n
                 " device(s) are kept"));
   rx.reset();  // (ASan: its destructor asked the freed devices whether it ran on them)
   CHECK(devs.back()->name() == "cpu:" + std::to_string(devices - 1));  // kept
+}
+
+// Found by a review: close() on another thread has taken the receiver off the open list when its
+// consumer destroys the client, which found no receiver and freed the devices close() still used.
+TEST_CASE("a consumer that destroys its device's client while close() runs elsewhere leaves the devices to it") {
+  devtap_test::watchdog dog(30s);
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device* d0 = cpus->cpu_devices()[0];
+  devtap::receiver rx({.devices = {d0}, .name = "closing"});
+  std::atomic<bool> in_consumer{false}, client_gone{false};
+  auto point = rx.attach<int>([&](const int&) {
+    in_consumer = true;
+    std::this_thread::sleep_for(200ms);  // rx.close() has begun meanwhile
+    cpus.reset();
+    client_gone = true;
+  });
+  rx.outfeed(*d0).tap(point, 1);
+  REQUIRE(devtap_test::eventually([&] { return in_consumer.load(); }, 5s));
+  rx.close();  // (ASan: it detached its stream from the freed device)
+  CHECK(client_gone);
+  CHECK(log.has("cpu_client destroyed from a consumer of a receiver on its devices: its 1 device(s) are kept"));
+  CHECK(d0->name() == "cpu:0");
+}
+
+// Its first wait for the devices' work waited for work blocked on the ring this consumer reads.
+TEST_CASE("a consumer that destroys its device's client while that device's work waits for ring space") {
+  devtap_test::watchdog dog(30s);
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::cpu_device* d0 = cpus->cpu_devices()[0];
+  devtap::receiver rx({.devices = {d0}, .budget_bytes = 64 << 10, .name = "full"});
+  std::atomic<bool> client_gone{false};
+  auto point = rx.attach<int>([&](const int& v) {
+    if (v != 0) return;
+    std::this_thread::sleep_for(100ms);  // the device's work fills the ring and blocks meanwhile
+    cpus.reset();
+    client_gone = true;
+  });
+  std::future<void> work = d0->submit([point](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 200000; ++i) ctx.tap(point, i);
+  });
+  REQUIRE(devtap_test::eventually([&] { return client_gone.load(); }, 10s));
+  CHECK_THROWS_AS(work.get(), devtap::outfeed_error);  // the abandoned ring refuses it, no wait for ever
+  CHECK(log.has("receiver 'full' abandoned, not drained"));
+}
+
+// ~A takes the receiver off the open list and closes it; ~B, on another thread, found nothing on
+// its device and freed it under A's close.
+TEST_CASE("two clients of one receiver destroyed at once: the second waits for the first one's close") {
+  devtap_test::watchdog dog(30s);
+  log_capture log;
+  auto a = std::make_unique<devtap::cpu_client>(1);
+  auto b = std::make_unique<devtap::cpu_client>(1);
+  devtap::cpu_device* a0 = a->cpu_devices()[0];
+  devtap::cpu_device* b0 = b->cpu_devices()[0];
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {a0, b0}, .name = "two-clients"});
+  std::atomic<bool> in_consumer{false};
+  std::atomic<int> got{0};
+  auto point = rx->attach<int>([&](const int&) {
+    in_consumer = true;
+    std::this_thread::sleep_for(300ms);  // ~A's close waits for this
+    ++got;
+  });
+  rx->outfeed(*a0).tap(point, 1);
+  rx->outfeed(*b0).tap(point, 2);
+  REQUIRE(devtap_test::eventually([&] { return in_consumer.load(); }, 5s));
+  std::thread first([&] { a.reset(); });
+  REQUIRE(devtap_test::eventually([&] { return log.has("whose client is being destroyed: closed first"); }, 5s));
+  b.reset();  // (ASan: A's close detached its stream from the freed cpu:0 of B)
+  first.join();
+  CHECK(got == 2);
+  rx.reset();
 }
 
 TEST_CASE("a log sink that destroys the receiver named in a client's 'closed first' warning") {

@@ -40,11 +40,15 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
       before += owned_.size();  // (the waits' own tasks)
     }
   };
+  // From a device's own work, or from a consumer of a receiver on them (their work may wait for it
+  // to read), a wait for the devices' work would wait for itself.
   const auto own = std::find_if(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
-  if (own == owned_.end()) drain();  // (from a device's own work, a wait for it would wait for itself)
-  bool receivers_closed = true;      // after the work that taps into them; else they drain freed devices
+  const bool may_wait =
+      own == owned_.end() && std::none_of(owned_.begin(), owned_.end(), [](const auto& d) { return d->consumer_runs_here(); });
+  if (may_wait) drain();
+  bool receivers_closed = true;  // after the work that taps into them; else they drain freed devices
   for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
-  if (own == owned_.end() && receivers_closed) {
+  if (may_wait && receivers_closed) {
     drain();  // what the receivers' consumers queued as they were closed
     while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
     return;

@@ -25,6 +25,9 @@ struct ring_allocation;
  *  the first receiver (the receiver layer is above this one). False when one could only be
  *  abandoned (the destructor runs in its consumer or its devices' work): it still uses the devices. */
 inline std::atomic<bool (*)(const device&)> close_receivers_draining{nullptr};
+/** Whether this thread is a consumer of a receiver (open or closing) that drains a device: a wait
+ *  for that device's work could then wait for itself. Set with close_receivers_draining. */
+inline std::atomic<bool (*)(const device&)> consumer_of_receiver_draining{nullptr};
 }  // namespace detail
 
 /** One device of a backend. Owned by its `client`: the default registry's live for the program's
@@ -80,10 +83,14 @@ public:
   /** A client's destructor, before its devices go: closes the receiver still open on this device,
    *  which would otherwise drain freed memory. False when it could not (see close_receivers_draining):
    *  the device must then stay. */
-  bool close_attached_receiver() const noexcept {
-    if (attached_.load(std::memory_order_acquire) == nullptr) return true;
+  bool close_attached_receiver() const noexcept {  // (also once detached: a close() may still run)
     auto* close = detail::close_receivers_draining.load(std::memory_order_acquire);
     return close == nullptr || close(*this);
+  }
+  /** Whether this thread is a consumer of a receiver that drains this device. */
+  bool consumer_runs_here() const noexcept {
+    auto* ask = detail::consumer_of_receiver_draining.load(std::memory_order_acquire);
+    return ask != nullptr && ask(*this);
   }
   /** Why the device's work failed since `seen` failures (empty: it did not), e.g. a CUDA kernel
    *  that faulted; `seen` becomes the count now. A receiver reports it from close(): records that

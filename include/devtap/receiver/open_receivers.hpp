@@ -18,6 +18,9 @@ struct open_receiver_list {
   // Their states, not the receivers: one taken off the list is closed through its state, which
   // its owner may be destroying the receiver meanwhile.
   std::vector<std::shared_ptr<receiver_state>> open;
+  // Those a close() has taken off `open` and still closes (it uses their devices until it ends): a
+  // client's destructor must not free those devices under it.
+  std::vector<std::shared_ptr<receiver_state>> closing;
   bool handler_registered = false;
 };
 
@@ -35,6 +38,17 @@ bool close_open_receivers(const device* dev);
  *  consumers see their end of stream). */
 inline void close_open_receivers_at_exit() { close_open_receivers(nullptr); }
 /** When a client is destroyed before the receivers that drain its devices (device.hpp). */
+/** Whether this thread is a consumer of a receiver, open or closing, that drains `dev`. */
+bool consumer_of_open_receiver_draining(const device& dev) noexcept;
+/** From `open` to `closing`, for the close() that claimed it; its guard takes it off `closing`. */
+struct closing_mark {
+  explicit closing_mark(std::shared_ptr<receiver_state> state);
+  closing_mark(std::shared_ptr<receiver_state> state, const std::unique_lock<std::mutex>& list_lock_held);
+  ~closing_mark();
+  closing_mark(const closing_mark&) = delete;
+  closing_mark& operator=(const closing_mark&) = delete;
+  std::shared_ptr<receiver_state> state;
+};
 inline bool close_open_receivers_draining(const device& dev) noexcept {
   try {
     return close_open_receivers(&dev);

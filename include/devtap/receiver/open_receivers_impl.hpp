@@ -17,6 +17,41 @@ DEVTAP_FUNC void detail::forget(const receiver_state& state) noexcept {
   std::erase_if(list.open, [&](const auto& open) { return open.get() == &state; });
 }
 
+namespace detail {
+inline bool drains_device(const receiver_state& state, const device* dev) {  // (every device when null)
+  return !dev || std::ranges::any_of(state.streams, [dev](const auto& stream) { return stream->dev == dev; });
+}
+}  // namespace detail
+
+DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here) : state(std::move(closed_here)) {
+  auto& list = open_receivers();
+  std::lock_guard lock(list.mutex);
+  std::erase(list.open, state);
+  list.closing.push_back(state);
+}
+
+DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here, const std::unique_lock<std::mutex>&)
+    : state(std::move(closed_here)) {  // (the list's lock held)
+  std::erase(open_receivers().open, state);
+  open_receivers().closing.push_back(state);
+}
+
+DEVTAP_FUNC detail::closing_mark::~closing_mark() {
+  auto& list = open_receivers();
+  std::lock_guard lock(list.mutex);
+  // One mark only: a close_receiver that this thread runs meanwhile adds and takes off its own.
+  if (const auto it = std::ranges::find(list.closing, state); it != list.closing.end()) list.closing.erase(it);
+}
+
+DEVTAP_FUNC bool detail::consumer_of_open_receiver_draining(const device& dev) noexcept {
+  auto& list = open_receivers();
+  std::lock_guard lock(list.mutex);
+  for (const auto* states : {&list.open, &list.closing})
+    for (const auto& state : *states)
+      if (drains_device(*state, &dev) && inside(*state, false) != nullptr) return true;
+  return false;
+}
+
 /** Closes the receivers still open that drain `dev` (all of them when null), logging what close()
  *  throws. One at a time, each taken off the list under its lock, and closed through its state
  *  alone: its owner, or a consumer that one close() calls, may destroy the receiver meanwhile. */
@@ -24,13 +59,25 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
   bool all_closed = true;
   for (auto& list = open_receivers();;) {
     std::unique_lock lock(list.mutex);
-    const auto drains = [dev](const std::shared_ptr<receiver_state>& state) {
-      return !dev || std::ranges::any_of(state->streams, [dev](const auto& stream) { return stream->dev == dev; });
-    };
+    const auto drains = [dev](const std::shared_ptr<receiver_state>& state) { return drains_device(*state, dev); };
     const auto it = std::ranges::find_if(list.open, drains);
+    if (it == list.open.end() && dev != nullptr) {
+      // One that another close() still closes (close(), ~receiver, the exit handler, another
+      // client's destructor) uses the device until that close ends.
+      const auto closing = std::ranges::find_if(list.closing, drains);
+      if (closing == list.closing.end()) return all_closed;
+      const std::shared_ptr<receiver_state> state = *closing;
+      // Asked under the list's lock: while the state is on `closing`, its devices are all there.
+      if (inside(*state, true) != nullptr) return false;  // that close waits for this thread: the device stays
+      lock.unlock();
+      const std::lock_guard wait(state->close_mutex);  // it is off `closing` once the lock is free
+      continue;
+    }
     if (it == list.open.end()) return all_closed;
     const std::shared_ptr<receiver_state> state = *it;
-    list.open.erase(it);
+    // On `closing` while this thread handles it, so that another client's destructor waits for it.
+    const char* const where = inside(*state, true);  // (under the lock, as above)
+    const closing_mark handled_here(state, lock);
     lock.unlock();
     const std::string when = dev == nullptr ? "at exit" : "as the client of device '" + dev->name() + "' is destroyed";
     if (dev != nullptr)  // (a receiver must be closed before the devices it drains go)
@@ -38,7 +85,7 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
           state->name, dev->name());
     // std::exit from a consumer or a device's work: close() would wait for this very thread. Its
     // rings are left as they are; what they still hold is neither delivered nor counted.
-    if (const char* where = inside(*state, true); where != nullptr && dev == nullptr) {
+    if (where != nullptr && dev == nullptr) {
       log(log_level::error,
           "receiver '{}' not closed at exit: std::exit was called from {}, which close() would wait for; what its "
           "rings still hold is not delivered",

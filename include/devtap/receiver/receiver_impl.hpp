@@ -119,6 +119,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     std::lock_guard lock(list.mutex);
     if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
     detail::close_receivers_draining.store(&detail::close_open_receivers_draining, std::memory_order_release);
+    detail::consumer_of_receiver_draining.store(&detail::consumer_of_open_receiver_draining, std::memory_order_release);
     list.open.push_back(state_);
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
@@ -196,7 +197,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
   } const mark_closing{state};
   state.closing_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  forget(state);
+  const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
   for (auto& stream : state.streams) {
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)

@@ -144,7 +144,7 @@ void append_json_value(std::string& out, const T& v) {
     } else if constexpr (std::is_arithmetic_v<U>) {
       append_json_number(out, v);
     } else if constexpr (std::is_enum_v<U>) {
-      append_json_number(out, static_cast<std::underlying_type_t<U>>(v));
+      append_json_value(out, static_cast<std::underlying_type_t<U>>(v));  // (one over a 128-bit integer too)
     } else {
       out += "null";  // pointers, nullptr_t: their value means nothing in a trace
     }
