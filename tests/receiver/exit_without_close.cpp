@@ -167,9 +167,35 @@ int exits_from_consumer() {
   (void)cpus->cpu_devices()[0]->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 1000; ++i) ctx.tap(point, i); });
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
+
+// With the argument `exits_from_consumer_full`: the same while the device's work waits for space in
+// that consumer's ring, with a function-local static client, destroyed after the exit handler. Its
+// destructor waited for that work, which waited for this thread: the exit hung (a review found it).
+int exits_from_consumer_full() {
+  std::atexit([] {  // registered first: runs last
+    const bool ok = sink_lines->find("receiver 'exits' not closed at exit") != std::string::npos &&
+                    sink_lines->find("cpu_client destroyed from a consumer of a receiver on its devices: its 1 "
+                                     "device(s) are kept") != std::string::npos;
+    std::printf("the sink %s both lines\n", ok ? "got" : "did not get");
+    std::fflush(stdout);
+    std::_Exit(ok ? 0 : 1);
+  });
+  sink_lines = new std::string;
+  devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+  static devtap::cpu_client cpus(1);  // destroyed at exit, after the receivers' exit handler
+  auto* rx = new devtap::receiver({.devices = {cpus.local_devices()[0]}, .budget_bytes = 64 << 10, .name = "exits"});
+  auto point = rx->attach<int>([](const int& v) {
+    if (v != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the work fills the ring and waits
+    std::exit(0);
+  });
+  (void)cpus.cpu_devices()[0]->submit([point](devtap::cpu_context& ctx) { for (int i = 0; i < 200000; ++i) ctx.tap(point, i); });
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "exits_from_consumer_full") == 0) return exits_from_consumer_full();
   if (argc > 1 && std::strcmp(argv[1], "prints") == 0) return prints_at_exit();
   if (argc > 1 && std::strcmp(argv[1], "exits_from_consumer") == 0) return exits_from_consumer();
   if (argc > 1 && std::strcmp(argv[1], "client_first") == 0) return client_destroyed_first();

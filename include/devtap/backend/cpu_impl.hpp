@@ -43,8 +43,8 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
   // From a device's own work, or from a consumer of a receiver on them (their work may wait for it
   // to read), a wait for the devices' work would wait for itself.
   const auto own = std::find_if(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
-  const bool may_wait =
-      own == owned_.end() && std::none_of(owned_.begin(), owned_.end(), [](const auto& d) { return d->consumer_runs_here(); });
+  const bool consumer_here = std::any_of(owned_.begin(), owned_.end(), [](const auto& d) { return d->consumer_runs_here(); });
+  const bool may_wait = own == owned_.end() && !consumer_here;
   if (may_wait) drain();
   bool receivers_closed = true;  // after the work that taps into them; else they drain freed devices
   for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
@@ -53,11 +53,13 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
     while (!owned_.empty()) owned_.pop_back();  // last device first, each joined in turn
     return;
   }
-  // Destroyed from a device's own work (it cannot join its own thread), or from a consumer of a
-  // receiver that could only be abandoned (its readers still use the devices): nothing may go.
+  // Destroyed from a device's own work (it cannot join its own thread), from a consumer of a
+  // receiver on them, or from a thread a receiver's close() waits for: nothing may go.
+  const std::string from = own != owned_.end() ? "the work of its device '" + (*own)->name() + "'"
+                           : consumer_here     ? "a consumer of a receiver on its devices"
+                                               : "a thread that a receiver on its devices waits for";
   log(log_level::warn, "cpu_client destroyed from {}: its {} device(s) are kept, threads and all, until the process exits",
-      own != owned_.end() ? "the work of its device '" + (*own)->name() + "'" : std::string("a consumer of a receiver on its devices"),
-      owned_.size());
+      from, owned_.size());
   detail::keep_devices_until_exit(owned_);
 }
 

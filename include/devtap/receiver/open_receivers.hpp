@@ -4,8 +4,10 @@
 #include <devtap/config.hpp>
 #include <devtap/fwd.hpp>
 
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
@@ -18,9 +20,15 @@ struct open_receiver_list {
   // Their states, not the receivers: one taken off the list is closed through its state, which
   // its owner may be destroying the receiver meanwhile.
   std::vector<std::shared_ptr<receiver_state>> open;
-  // Those a close() has taken off `open` and still closes (it uses their devices until it ends): a
-  // client's destructor must not free those devices under it.
-  std::vector<std::shared_ptr<receiver_state>> closing;
+  // Those a thread has taken off `open` and still closes or abandons (it uses their devices until
+  // it is done): a client's destructor must not free those devices under it. `closing_done` is
+  // notified as each entry goes.
+  struct closing_entry {
+    std::shared_ptr<receiver_state> state;
+    std::thread::id by;
+  };
+  std::vector<closing_entry> closing;
+  std::condition_variable closing_done;
   bool handler_registered = false;
 };
 
@@ -37,10 +45,10 @@ bool close_open_receivers(const device* dev);
 /** At normal exit: closes every receiver still open (each drained within its close_timeout; its
  *  consumers see their end of stream). */
 inline void close_open_receivers_at_exit() { close_open_receivers(nullptr); }
-/** When a client is destroyed before the receivers that drain its devices (device.hpp). */
 /** Whether this thread is a consumer of a receiver, open or closing, that drains `dev`. */
 bool consumer_of_open_receiver_draining(const device& dev) noexcept;
-/** From `open` to `closing`, for the close() that claimed it; its guard takes it off `closing`. */
+/** From `open` to `closing`, by this thread, while it closes or abandons the receiver; taken off
+ *  `closing` at the end of its scope. */
 struct closing_mark {
   explicit closing_mark(std::shared_ptr<receiver_state> state);
   closing_mark(std::shared_ptr<receiver_state> state, const std::unique_lock<std::mutex>& list_lock_held);
@@ -49,6 +57,7 @@ struct closing_mark {
   closing_mark& operator=(const closing_mark&) = delete;
   std::shared_ptr<receiver_state> state;
 };
+/** When a client is destroyed before the receivers that drain its devices (device.hpp). */
 inline bool close_open_receivers_draining(const device& dev) noexcept {
   try {
     return close_open_receivers(&dev);

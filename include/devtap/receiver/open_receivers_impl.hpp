@@ -27,28 +27,35 @@ DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> c
   auto& list = open_receivers();
   std::lock_guard lock(list.mutex);
   std::erase(list.open, state);
-  list.closing.push_back(state);
+  list.closing.push_back({state, std::this_thread::get_id()});
 }
 
 DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here, const std::unique_lock<std::mutex>&)
     : state(std::move(closed_here)) {  // (the list's lock held)
   std::erase(open_receivers().open, state);
-  open_receivers().closing.push_back(state);
+  open_receivers().closing.push_back({state, std::this_thread::get_id()});
 }
 
 DEVTAP_FUNC detail::closing_mark::~closing_mark() {
   auto& list = open_receivers();
-  std::lock_guard lock(list.mutex);
-  // One mark only: a close_receiver that this thread runs meanwhile adds and takes off its own.
-  if (const auto it = std::ranges::find(list.closing, state); it != list.closing.end()) list.closing.erase(it);
+  {
+    std::lock_guard lock(list.mutex);
+    // One mark only: a close_receiver that this thread runs meanwhile adds and takes off its own.
+    const auto it = std::ranges::find_if(list.closing, [this](const auto& e) {
+      return e.state == state && e.by == std::this_thread::get_id();
+    });
+    if (it != list.closing.end()) list.closing.erase(it);
+  }
+  list.closing_done.notify_all();
 }
 
 DEVTAP_FUNC bool detail::consumer_of_open_receiver_draining(const device& dev) noexcept {
   auto& list = open_receivers();
   std::lock_guard lock(list.mutex);
-  for (const auto* states : {&list.open, &list.closing})
-    for (const auto& state : *states)
-      if (drains_device(*state, &dev) && inside(*state, false) != nullptr) return true;
+  for (const auto& state : list.open)
+    if (drains_device(*state, &dev) && inside(*state, false) != nullptr) return true;
+  for (const auto& e : list.closing)
+    if (drains_device(*e.state, &dev) && inside(*e.state, false) != nullptr) return true;
   return false;
 }
 
@@ -64,13 +71,16 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
     if (it == list.open.end() && dev != nullptr) {
       // One that another close() still closes (close(), ~receiver, the exit handler, another
       // client's destructor) uses the device until that close ends.
-      const auto closing = std::ranges::find_if(list.closing, drains);
-      if (closing == list.closing.end()) return all_closed;
-      const std::shared_ptr<receiver_state> state = *closing;
-      // Asked under the list's lock: while the state is on `closing`, its devices are all there.
-      if (inside(*state, true) != nullptr) return false;  // that close waits for this thread: the device stays
-      lock.unlock();
-      const std::lock_guard wait(state->close_mutex);  // it is off `closing` once the lock is free
+      bool any = false;
+      for (const auto& e : list.closing) {
+        if (!drains(e.state)) continue;
+        // This thread handles it (a log line of that close, and its sink), or that close waits for
+        // this thread: the device stays. Asked under the list's lock: its devices are all there.
+        if (e.by == std::this_thread::get_id() || inside(*e.state, true) != nullptr) return false;
+        any = true;
+      }
+      if (!any) return all_closed;
+      list.closing_done.wait(lock);  // until an entry goes; then look again
       continue;
     }
     if (it == list.open.end()) return all_closed;
@@ -90,6 +100,12 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
           "receiver '{}' not closed at exit: std::exit was called from {}, which close() would wait for; what its "
           "rings still hold is not delivered",
           state->name, where);
+      // Abandoned, so that device work blocked in a tap into it ends, and kept on `closing` for
+      // good: a client destroyed later in the exit must keep the devices its readers still use.
+      const std::unique_lock claim(state->close_mutex, std::try_to_lock);
+      if (claim.owns_lock() && !state->closed.exchange(true, std::memory_order_acq_rel)) abandon_receiver(state);
+      const std::lock_guard relist(list.mutex);
+      list.closing.push_back({state, std::thread::id()});  // (by no thread: never taken off)
       continue;
     } else if (where != nullptr) {  // the client is destroyed from there: abandoned, as ~receiver would
       all_closed = false;  // (also when a close() elsewhere holds it: it waits for this thread too)

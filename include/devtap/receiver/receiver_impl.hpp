@@ -127,12 +127,16 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
 }
 
 DEVTAP_FUNC receiver::~receiver() {
-  detail::forget(*state_);
-  if (state_->closed.load(std::memory_order_acquire)) return;
+  if (state_->closed.load(std::memory_order_acquire)) {
+    detail::forget(*state_);
+    return;
+  }
   if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
     // Unless a close() on another thread (a client's destructor, the exit handler) holds it: that
     // close drains it once this thread returns. Abandoned under the close's lock, so such a close
-    // that comes later waits before the devices go.
+    // that comes later waits before the devices go, and on the closing list, so that a client
+    // destroyed meanwhile waits too.
+    const detail::closing_mark abandoning(state_);
     const std::unique_lock claim(state_->close_mutex, std::try_to_lock);
     if (!claim.owns_lock() || state_->closed.exchange(true, std::memory_order_acq_rel)) return;
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
@@ -140,6 +144,7 @@ DEVTAP_FUNC receiver::~receiver() {
     detail::abandon_receiver(state_);
     return;
   }
+  detail::forget(*state_);  // (close() below, or the exit handler's: not both)
   try {
     close();
   } catch (const std::exception& e) {
