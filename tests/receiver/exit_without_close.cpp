@@ -9,6 +9,7 @@
 #include <devtap/print_host.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 constexpr long taps = 100000;
@@ -147,18 +149,26 @@ int prints_at_exit() {
   std::exit(0);
 }
 
-// With the argument `exits_from_consumer`: std::exit from a consumer of an open receiver. The exit
-// handler cannot close it (close() would wait for this very thread): it says so, and goes on.
-int exits_from_consumer() {
-  std::atexit([] {  // registered first: runs last
-    const bool ok = sink_lines->find("receiver 'exits' not closed at exit: std::exit was called from a consumer of "
-                                     "this receiver") != std::string::npos;
-    std::printf("the sink %s the line\n", ok ? "got" : "did not get");
+// Registered before anything else, so it runs last: the exit code says whether the log sink got
+// every expected line.
+std::vector<std::string>* expected_lines = nullptr;  // never destroyed, as sink_lines
+void expect_lines_at_exit(std::vector<std::string> parts) {
+  expected_lines = new std::vector<std::string>(std::move(parts));
+  std::atexit([] {
+    const bool ok = std::all_of(expected_lines->begin(), expected_lines->end(),
+                                [](const std::string& part) { return sink_lines->find(part) != std::string::npos; });
+    std::printf("the sink %s the expected line(s)\n", ok ? "got" : "did not get");
     std::fflush(stdout);
     std::_Exit(ok ? 0 : 1);
   });
   sink_lines = new std::string;
   devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+}
+
+// With the argument `exits_from_consumer`: std::exit from a consumer of an open receiver. The exit
+// handler cannot close it (close() would wait for this very thread): it says so, and goes on.
+int exits_from_consumer() {
+  expect_lines_at_exit({"receiver 'exits' not closed at exit: std::exit was called from a consumer of this receiver"});
   auto* cpus = new devtap::cpu_client(1);
   auto* rx = new devtap::receiver({.devices = {cpus->local_devices()[0]}, .name = "exits"});
   auto point = rx->attach<int>([](const int& v) {
@@ -172,16 +182,8 @@ int exits_from_consumer() {
 // that consumer's ring, with a function-local static client, destroyed after the exit handler. Its
 // destructor waited for that work, which waited for this thread: the exit hung (a review found it).
 int exits_from_consumer_full() {
-  std::atexit([] {  // registered first: runs last
-    const bool ok = sink_lines->find("receiver 'exits' not closed at exit") != std::string::npos &&
-                    sink_lines->find("cpu_client destroyed from a consumer of a receiver on its devices: its 1 "
-                                     "device(s) are kept") != std::string::npos;
-    std::printf("the sink %s both lines\n", ok ? "got" : "did not get");
-    std::fflush(stdout);
-    std::_Exit(ok ? 0 : 1);
-  });
-  sink_lines = new std::string;
-  devtap::set_log_sink([](devtap::log_level, std::string_view line) { sink_lines->append(line).append("\n"); });
+  expect_lines_at_exit({"receiver 'exits' not closed at exit",
+                        "cpu_client destroyed from a consumer of a receiver on its devices: its 1 device(s) are kept"});
   static devtap::cpu_client cpus(1);  // destroyed at exit, after the receivers' exit handler
   auto* rx = new devtap::receiver({.devices = {cpus.local_devices()[0]}, .budget_bytes = 64 << 10, .name = "exits"});
   auto point = rx->attach<int>([](const int& v) {

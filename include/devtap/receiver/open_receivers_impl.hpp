@@ -93,8 +93,8 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
     if (dev != nullptr)  // (a receiver must be closed before the devices it drains go)
       log(log_level::warn, "receiver '{}' still drains device '{}', whose client is being destroyed: closed first",
           state->name, dev->name());
-    // std::exit from a consumer or a device's work: close() would wait for this very thread. Its
-    // rings are left as they are; what they still hold is neither delivered nor counted.
+    // std::exit from a consumer or a device's work: close() would wait for this very thread. What
+    // its rings still hold is neither delivered nor counted.
     if (where != nullptr && dev == nullptr) {
       log(log_level::error,
           "receiver '{}' not closed at exit: std::exit was called from {}, which close() would wait for; what its "
