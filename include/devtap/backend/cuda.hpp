@@ -18,6 +18,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -60,6 +61,8 @@ public:
 
   /** False: a CUDA ring's reservation word lives in device memory, out of host threads' reach. */
   bool host_can_tap() const noexcept override { return false; }
+  /** True on the helper thread: a close there would wait for the callback it runs in. */
+  bool runs_on_this_thread() const noexcept override { return helper_.on_executor_thread(); }
 
 private:
   std::string gpu_name_;

@@ -32,11 +32,16 @@ DEVTAP_FUNC void cuda_device::after_pending_work(std::function<void()> fn) {
 }
 
 DEVTAP_FUNC cuda_client::~cuda_client() {
+  // From a device's helper thread (a log sink called by its callback), that thread cannot join itself.
+  const auto own = std::find_if(owned_.begin(), owned_.end(), [](const auto& d) { return d->runs_on_this_thread(); });
   bool receivers_closed = true;  // else they would drain freed devices
   for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
-  if (receivers_closed) return;
-  // Destroyed from a consumer of a receiver it could only abandon: its readers still use the devices.
-  log(log_level::warn, "cuda_client destroyed from a consumer of a receiver on its devices: its {} device(s) are kept until the process exits",
+  if (receivers_closed && own == owned_.end()) return;
+  // Destroyed from a consumer of a receiver it could only abandon (its readers still use the
+  // devices), or from a helper thread: nothing may go.
+  const std::string from = own != owned_.end() ? "the helper thread of its device '" + (*own)->name() + "'"
+                                               : "a consumer of a receiver on its devices";
+  log(log_level::warn, "cuda_client destroyed from {}: its {} device(s) are kept until the process exits", from,
       owned_.size());
   detail::keep_devices_until_exit(owned_);
 }
