@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 DEVTAP_BEGIN_NAMESPACE
 
@@ -55,7 +56,8 @@ logger_state& logger();
 /** One `{}` argument, type-erased so that formatting a line is one non-template function whatever
  * the argument types (a `log` call instantiates only the conversion of its arguments). */
 struct log_arg {
-  enum class kind : unsigned char { text, character, signed_int, unsigned_int, floating, boolean, pointer } what;
+  enum class kind : unsigned char { text, character, signed_int, unsigned_int, floating, boolean, pointer, wide_int } what;
+  bool negative = false;  // wide_int: its sign (the value holds the magnitude)
   union {
     std::string_view text;
     char character;
@@ -64,6 +66,9 @@ struct log_arg {
     double floating;
     bool boolean;
     const void* pointer;
+#if defined(__SIZEOF_INT128__)
+    detail::uint128 wide;
+#endif
   };
   log_arg(std::string_view v) noexcept : what(kind::text), text(v) {}
   log_arg(const std::string& v) noexcept : log_arg(std::string_view(v)) {}
@@ -72,11 +77,18 @@ struct log_arg {
   log_arg(bool v) noexcept : what(kind::boolean), boolean(v) {}
   log_arg(const void* v) noexcept : what(kind::pointer), pointer(v) {}
   template <class T>
-    requires(std::is_integral_v<T> && std::is_signed_v<T> && !std::same_as<T, char>)
+    requires(std::is_integral_v<T> && std::is_signed_v<T> && !std::same_as<T, char> && !detail::is_int128_v<T>)
   log_arg(T v) noexcept : what(kind::signed_int), signed_int(v) {}
   template <class T>
-    requires(std::is_integral_v<T> && std::is_unsigned_v<T> && !std::same_as<T, bool>)
+    requires(std::is_integral_v<T> && std::is_unsigned_v<T> && !std::same_as<T, bool> && !detail::is_int128_v<T>)
   log_arg(T v) noexcept : what(kind::unsigned_int), unsigned_int(v) {}
+#if defined(__SIZEOF_INT128__)
+  template <class T>  // in full, whether or not the compiler's mode counts it as integral
+    requires detail::is_int128_v<T>
+  log_arg(T v) noexcept
+      : what(kind::wide_int), negative(std::is_same_v<T, detail::int128> && v < 0),
+        wide(negative ? detail::uint128{0} - static_cast<detail::uint128>(v) : static_cast<detail::uint128>(v)) {}
+#endif
   template <class T>
     requires std::is_floating_point_v<T>
   log_arg(T v) noexcept : what(kind::floating), floating(static_cast<double>(v)) {}

@@ -63,6 +63,11 @@ DEVTAP_FUNC void append(std::string& out, const log_arg& arg) {
     case log_arg::kind::signed_int: r = std::to_chars(buf, buf + sizeof buf, arg.signed_int); break;
     case log_arg::kind::unsigned_int: r = std::to_chars(buf, buf + sizeof buf, arg.unsigned_int); break;
     case log_arg::kind::floating: r = std::to_chars(buf, buf + sizeof buf, arg.floating); break;
+    case log_arg::kind::wide_int:
+#if defined(__SIZEOF_INT128__)
+      append_int128(out, arg.wide, arg.negative);
+#endif
+      return;
   }
   out.append(buf, r.ec == std::errc{} ? r.ptr : buf);
 }
@@ -93,8 +98,11 @@ DEVTAP_FUNC std::string_view level_name(log_level level) noexcept {
 }
 
 DEVTAP_FUNC void write_stderr(log_level level, std::string_view message) noexcept {
-  std::fprintf(stderr, "[devtap %.*s] %.*s\n", static_cast<int>(level_name(level).size()),
-               level_name(level).data(), static_cast<int>(message.size()), message.data());
+  ::flockfile(stderr);  // one line, whole (a message may hold NUL bytes: written, not formatted)
+  std::fprintf(stderr, "[devtap %.*s] ", static_cast<int>(level_name(level).size()), level_name(level).data());
+  std::fwrite(message.data(), 1, message.size(), stderr);
+  std::fputc('\n', stderr);
+  ::funlockfile(stderr);
 }
 
 DEVTAP_FUNC void write_log_line(log_level level, std::string_view message) {
@@ -107,8 +115,8 @@ DEVTAP_FUNC void write_log_line(log_level level, std::string_view message) {
       inside_guard() noexcept { inside_log_sink() = true; }
       ~inside_guard() { inside_log_sink() = false; }
     };
+    const inside_guard inside;  // also while what it threw is destroyed (its destructor may log)
     try {
-      const inside_guard inside;
       state.sink(level, message);
       return;
     } catch (const std::exception& e) {
@@ -153,8 +161,9 @@ DEVTAP_FUNC void set_log_sink(std::function<void(log_level, std::string_view)> s
   if (detail::inside_log_sink())
     throw std::logic_error("devtap: set_log_sink called from inside the log sink (it would wait for itself)");
   auto& state = detail::logger();
+  std::function<void(log_level, std::string_view)> old;  // destroyed unlocked: what it owns may log
   std::lock_guard lock(state.mutex);
-  state.sink = std::move(sink);
+  old = std::exchange(state.sink, std::move(sink));
   state.sink_failure_noted = false;
 }
 

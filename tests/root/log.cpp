@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -158,3 +159,61 @@ TEST_CASE("a log_level out of the enum's range is never logged, and its name is 
   CHECK(devtap::detail::level_name(static_cast<devtap::log_level>(-1)) == "?");
   CHECK(devtap::detail::level_name(devtap::log_level::error) == "error");
 }
+
+namespace {
+// Logs as it is destroyed: what a receiver a sink owns does ("destroyed without close()").
+struct logs_when_destroyed {
+  ~logs_when_destroyed() { devtap::log(devtap::log_level::warn, "destroyed with the sink {}", 1); }
+};
+struct thrown_that_logs : std::runtime_error {
+  thrown_that_logs() : std::runtime_error("logs when destroyed") {}
+  thrown_that_logs(const thrown_that_logs&) = default;
+  ~thrown_that_logs() override { devtap::log(devtap::log_level::warn, "a thrown object logged {}", 2); }
+};
+}  // namespace
+
+TEST_CASE("a sink replaced while what it owns logs as it goes does not wait for itself") {
+  stderr_capture err;
+  std::vector<std::string> second;
+  {
+    auto owned = std::make_shared<logs_when_destroyed>();
+    devtap::set_log_sink([owned](devtap::log_level, std::string_view) {});
+  }
+  // The old sink holds the last reference: it logs from its destructor, which set_log_sink runs
+  // after releasing the logger's lock (it hung on that lock before).
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) { second.emplace_back(m); });
+  devtap::log(devtap::log_level::warn, "after");
+  devtap::set_log_sink({});
+  CHECK(second == std::vector<std::string>{"destroyed with the sink 1", "after"});
+  CHECK(err.text().empty());
+}
+
+TEST_CASE("an exception a sink throws may log as it is destroyed: its line goes to stderr") {
+  stderr_capture err;
+  devtap::set_log_sink([](devtap::log_level, std::string_view) { throw thrown_that_logs(); });
+  devtap::log(devtap::log_level::error, "first");
+  devtap::set_log_sink({});
+  const std::string text = err.text();
+  CHECK(occurrences(text, "[devtap warn] a thrown object logged 2\n") >= 1);
+  CHECK(occurrences(text, "[devtap error] first\n") == 1);
+}
+
+TEST_CASE("a line with NUL bytes reaches stderr whole") {
+  stderr_capture err;
+  devtap::log(devtap::log_level::error, "receiver '{}' ends here", std::string_view("rx\0name", 7));
+  using namespace std::string_literals;
+  CHECK(err.text() == "[devtap error] receiver 'rx\0name' ends here\n"s);
+}
+
+#if defined(__SIZEOF_INT128__)
+TEST_CASE("128-bit integers are logged in full, in both compiler modes") {
+  __extension__ typedef __int128 i128;
+  __extension__ typedef unsigned __int128 u128;
+  const u128 two_to_70 = u128{1} << 70;
+  const i128 most_negative = static_cast<i128>(u128{1} << 127);
+  CHECK(devtap::detail::format_message("{} {} {} {}", two_to_70, (u128{1} << 64) + 5, most_negative, i128{-7}) ==
+        "1180591620717411303424 18446744073709551621 -170141183460469231731687303715884105728 -7");
+  enum class wide : u128 { big = u128{1} << 100 };
+  CHECK(devtap::detail::format_message("{}", wide::big) == "1267650600228229401496703205376");
+}
+#endif

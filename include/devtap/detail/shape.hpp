@@ -4,6 +4,7 @@
 // reflected aggregate.
 #include <devtap/config.hpp>
 #include <devtap/detail/reflect.hpp>
+#include <devtap/detail/text.hpp>
 
 #include <cstddef>
 #include <tuple>
@@ -38,17 +39,6 @@ constexpr shape shape_of_impl() {
   }
 }
 
-#if defined(__SIZEOF_INT128__)
-// 128-bit integers are scalars; strict -std=c++20 does not count them as integral or arithmetic,
-// so the fingerprint and the JSON writer name them here.
-__extension__ typedef __int128 int128;  // __extension__: no -Wpedantic noise
-__extension__ typedef unsigned __int128 uint128;
-template <class U>
-inline constexpr bool is_int128_v = std::is_same_v<U, int128> || std::is_same_v<U, uint128>;
-#else
-template <class U>
-inline constexpr bool is_int128_v = false;
-#endif
 
 // What T is made of (cv-qualifiers ignored).
 template <class T>

@@ -6,9 +6,34 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
+
+#if defined(__SIZEOF_INT128__)
+// 128-bit integers: strict -std=c++20 does not count them as integral or arithmetic, so the
+// classifier (shape.hpp), the JSON writer and the logger name them here.
+__extension__ typedef __int128 int128;  // __extension__: no -Wpedantic noise
+__extension__ typedef unsigned __int128 uint128;
+template <class U>
+inline constexpr bool is_int128_v = std::is_same_v<U, int128> || std::is_same_v<U, uint128>;
+
+/** A 128-bit integer in full, in decimal (std::to_chars takes none). */
+inline void append_int128(std::string& out, uint128 magnitude, bool negative) {
+  char digits[40];  // 2^128 has 39
+  char* first = digits + sizeof digits;
+  do {
+    *--first = static_cast<char>('0' + static_cast<int>(magnitude % 10));
+    magnitude /= 10;
+  } while (magnitude != 0);
+  if (negative) out.push_back('-');
+  out.append(first, digits + sizeof digits);
+}
+#else
+template <class U>
+inline constexpr bool is_int128_v = false;
+#endif
 
 /** `items` projected to strings and joined with `sep`. */
 template <class Range, class Proj>

@@ -116,23 +116,6 @@ constexpr bool holds_chars() {
   }
 }
 
-#if defined(__SIZEOF_INT128__)
-// A 128-bit integer in full (std::to_chars takes none): its decimal digits, last first.
-template <class U>
-void append_json_int128(std::string& out, U v) {
-  bool negative = false;
-  if constexpr (std::is_same_v<U, int128>) negative = v < 0;
-  uint128 magnitude = negative ? uint128{0} - static_cast<uint128>(v) : static_cast<uint128>(v);
-  char digits[40];  // 2^128 has 39
-  char* first = std::end(digits);
-  do {
-    *--first = static_cast<char>('0' + static_cast<int>(magnitude % 10));
-    magnitude /= 10;
-  } while (magnitude != 0);
-  if (negative) out.push_back('-');
-  out.append(first, std::end(digits));
-}
-#endif
 
 template <class T>
 void append_json_value(std::string& out, const T& v) {
@@ -140,7 +123,8 @@ void append_json_value(std::string& out, const T& v) {
   constexpr shape s = shape_of<U>;
   if constexpr (s == shape::scalar) {
     if constexpr (is_int128_v<U>) {
-      append_json_int128(out, v);
+      const bool negative = std::is_same_v<U, int128> && v < 0;
+      append_int128(out, negative ? uint128{0} - static_cast<uint128>(v) : static_cast<uint128>(v), negative);
     } else if constexpr (std::is_arithmetic_v<U>) {
       append_json_number(out, v);
     } else if constexpr (std::is_enum_v<U>) {
