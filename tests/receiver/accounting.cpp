@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -132,4 +133,43 @@ TEST_CASE("tapped = delivered + dropped + lost + consumer errors + unknown + mis
     if (policy != devtap::overflow_policy::block) CHECK(st.dropped_records > 0);
   }
   devtap::set_log_sink({});
+}
+
+TEST_CASE("scopes no consumer takes count in ignored: the identity holds with scopes in the stream") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = {cpus.cpu_devices()[0]}});
+  const auto point = rx.attach<int>([](const int&) {});
+  cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    for (int i = 0; i < 100; ++i) {
+      auto s = ctx.scope("step");  // a begin and an end: two records
+      ctx.tap(point, i);
+    }
+  }).get();
+  rx.close();
+  const auto total = rx.stats().total();
+  CHECK(total.records == 100);
+  CHECK(total.ignored == 200);  // counted nowhere before
+}
+
+TEST_CASE("two devices of one name (two clients' cpu:0) are told apart in stats and reports, each with its own 16 kept exceptions") {
+  devtap_test::quiet_log quiet;
+  devtap::cpu_client a(1), b(1);
+  devtap::receiver rx({.devices = {a.cpu_devices()[0], b.cpu_devices()[0]}});
+  const auto point = rx.attach<int>([](const int&) { throw std::runtime_error("bad"); }, "thrower");
+  for (devtap::cpu_device* dev : {a.cpu_devices()[0], b.cpu_devices()[0]})
+    dev->submit([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 20; ++i) ctx.tap(point, i);
+    }).get();
+  const auto stats = rx.stats();
+  REQUIRE(stats.devices.size() == 2);
+  CHECK(stats.devices[0].device == "cpu:0");
+  CHECK(stats.devices[1].device == "cpu:0#2");
+  try {
+    rx.close();
+    FAIL("close() did not report the consumer's exceptions");
+  } catch (const devtap::tap_error& e) {
+    std::map<std::string, int> entries;  // per device: 16 kept, then one "N more" entry
+    for (const auto& f : e.failures()) ++entries[f.device];
+    CHECK(entries == std::map<std::string, int>{{"cpu:0", 17}, {"cpu:0#2", 17}});  // the second's were folded into the first's
+  }
 }

@@ -15,11 +15,13 @@
 #include <cstring>
 #include <future>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1355,4 +1357,161 @@ TEST_CASE("after close() gave up, what the ring holds counts although its positi
   const auto st = rx.stats().total();
   CHECK(st.records + st.lost_at_close == 5);
   silent_ring_throws = false;
+}
+
+// ---- consumers: one instance per device, whatever their form ----------------------------------
+
+namespace {
+// Which instance each device's records reached, and whether two threads were ever inside one.
+struct instance_log {
+  std::mutex mutex;
+  std::map<const void*, std::set<int>> devices_of;     // instance -> devices it was called for
+  std::map<const void*, std::thread::id> inside;       // instance -> the thread in it now
+  int overlaps = 0;
+  void enter(const void* self, int device) {
+    std::lock_guard lock(mutex);
+    devices_of[self].insert(device);
+    if (!inside.emplace(self, std::this_thread::get_id()).second) ++overlaps;
+  }
+  void leave(const void* self) {
+    std::lock_guard lock(mutex);
+    if (inside[self] == std::this_thread::get_id()) inside.erase(self);
+  }
+};
+struct counting_callable {
+  instance_log* log;
+  long calls = 0;  // the instance's own state: no lock, as the docs promise
+  void operator()(const int&, const devtap::device& d) {
+    log->enter(this, d.id());
+    ++calls;
+    std::this_thread::yield();  // widens the window two readers would share
+    log->leave(this);
+  }
+};
+}  // namespace
+
+TEST_CASE("a callable consumer has one instance per device: no two devices' readers call one object at once") {
+  devtap_test::watchdog dog(60s);
+  devtap::cpu_client cpus(3);
+  instance_log log;
+  devtap::receiver rx({.devices = all(cpus)});
+  const auto point = rx.attach<int>(counting_callable{&log});
+  std::vector<std::future<void>> works;
+  for (auto* dev : cpus.cpu_devices())
+    works.push_back(dev->submit([point](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 5000; ++i) ctx.tap(point, i);
+    }));
+  for (auto& w : works) w.get();
+  rx.close();
+  CHECK(rx.stats().total().records == 15000);
+  CHECK(log.overlaps == 0);
+  REQUIRE(log.devices_of.size() == 3);  // a copy per device (one object for all three before)
+  for (const auto& [self, devices] : log.devices_of) CHECK(devices.size() == 1);
+}
+
+TEST_CASE("a callable that cannot be copied is one instance, called one record at a time") {
+  devtap_test::watchdog dog(60s);
+  devtap::cpu_client cpus(2);
+  std::atomic<bool> busy{false};
+  std::atomic<int> overlaps{0}, calls{0};
+  devtap::receiver rx({.devices = all(cpus)});
+  const auto point = rx.attach<int>([&, only = std::make_unique<int>(0)](const int&) {
+    if (busy.exchange(true)) ++overlaps;
+    ++*only, ++calls;
+    std::this_thread::yield();
+    busy = false;
+  });
+  std::vector<std::future<void>> works;
+  for (auto* dev : cpus.cpu_devices())
+    works.push_back(dev->submit([point](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 5000; ++i) ctx.tap(point, i);
+    }));
+  for (auto& w : works) w.get();
+  rx.close();
+  CHECK(calls == 10000);
+  CHECK(overlaps == 0);
+}
+
+namespace {
+devtap::consumer<int> never_awaits(devtap::inbox<int>) { co_return; }
+devtap::consumer<int> drains(devtap::inbox<int> in) {
+  while (auto v = co_await in.next()) (void)v;
+}
+}  // namespace
+
+TEST_CASE("a coroutine that returns before its first co_await never received the record that woke it: ignored") {
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus)});
+  const auto point = rx.attach<int>(never_awaits);
+  for (auto* dev : cpus.cpu_devices())
+    dev->submit([point](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 10; ++i) ctx.tap(point, i);
+    }).get();
+  rx.close();
+  const auto total = rx.stats().total();
+  CHECK(total.records == 0);  // was 2: one per device, counted delivered
+  CHECK(total.ignored == 20);
+}
+
+TEST_CASE("a coroutine factory may attach, close or destroy its receiver: no hang, attach() says what happened") {
+  devtap_test::watchdog dog(60s);
+  devtap::cpu_client cpus(2);
+  SECTION("attach from the factory: both consumers work") {
+    devtap::receiver rx({.devices = all(cpus)});
+    std::optional<devtap::tap_point<long>> inner;
+    std::atomic<int> longs{0};
+    const auto outer = rx.attach<int>([&](devtap::inbox<int> in) {
+      if (!inner) inner = rx.attach<long>([&](const long&) { ++longs; });  // hung on the table's lock before
+      return drains(std::move(in));
+    });
+    REQUIRE(inner);
+    CHECK(outer.id != inner->id);
+    cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+      ctx.tap(outer, 1);
+      ctx.tap(*inner, 2L);
+    }).get();
+    rx.close();
+    CHECK(rx.stats().total().records == 2);
+    CHECK(longs == 1);
+  }
+  SECTION("close() from the factory: attach() throws, close() has run") {
+    devtap::receiver rx({.devices = all(cpus)});
+    REQUIRE_THROWS_WITH(rx.attach<int>([&](devtap::inbox<int> in) {
+      rx.close();
+      return drains(std::move(in));
+    }),
+                        "devtap: attach() on receiver 'receiver' after close()");
+    CHECK_THROWS_WITH(rx.attach<int>([](const int&) {}), "devtap: attach() on receiver 'receiver' after close()");
+  }
+  SECTION("the receiver destroyed by the factory: attach() throws, nothing is touched after") {
+    auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus)});
+    devtap::receiver& ref = *rx;
+    CHECK_THROWS_AS(ref.attach<int>([&](devtap::inbox<int> in) {
+      rx.reset();
+      return drains(std::move(in));
+    }),
+                    std::logic_error);
+    CHECK(rx == nullptr);
+  }
+}
+
+TEST_CASE("receiver options that cannot work are refused at construction") {
+  devtap::cpu_client cpus(1);
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .close_timeout = -5ms}),
+                    "devtap: receiver 'receiver': close_timeout of -5 ms is negative (0 gives up on every device at "
+                    "once; milliseconds::max() waits as long as it takes)");
+  CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .close_timeout = std::chrono::milliseconds::min()}),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .overflow = static_cast<devtap::overflow_policy>(7), .name = "p"}),
+                    "devtap: receiver 'p': overflow policy 7 is none of block, drop, error");
+  // 0 stays allowed: close() gives up at once, and counts what it leaves.
+  devtap::receiver rx({.devices = all(cpus), .close_timeout = 0ms});
+  const auto point = rx.attach<int>([](const int&) {});
+  cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); }).get();
+  try {
+    rx.close();
+  } catch (const devtap::timeout_error&) {
+  }
+  const auto total = rx.stats().total();
+  CHECK(total.records + total.lost_at_close == 1);
 }

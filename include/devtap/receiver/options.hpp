@@ -51,8 +51,16 @@ inline std::chrono::steady_clock::time_point deadline_after(std::chrono::millise
   return std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(std::max(timeout, std::chrono::milliseconds::zero()), century);
 }
 
-/** The devices a receiver drains: those given, those of the backends given, or every initialised one. */
-std::vector<device*> resolve_receiver_devices(const receiver_options& options);
+/** The devices a receiver named `name` drains: those given, those of the backends given, or every
+ *  initialised one. Throws std::invalid_argument for options that cannot work (both `devices` and
+ *  `backends`, no device, a null or repeated one, a negative close_timeout, an overflow policy
+ *  out of range). */
+std::vector<device*> checked_receiver_devices(const receiver_options& options, const std::string& name);
+/** The devices' names, told apart: a name already given to an earlier one (devices of two clients,
+ *  two `cpu:0`) gets `#2`, `#3`... so that stats, reports and files name each device once. */
+std::vector<std::string> names_within(const std::vector<device*>& devices);
+/** Each device's ring: its share of `budget_bytes`, rounded down to a power of two (at least 256). */
+std::uint64_t ring_capacity_of(std::size_t budget_bytes, std::size_t devices, const std::string& name);
 
 /** "block", "drop" or "error": the policy as logs and messages name it. */
 constexpr std::string_view policy_name(overflow_policy p) noexcept {

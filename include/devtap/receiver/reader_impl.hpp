@@ -185,7 +185,7 @@ inline void device_reader::dispatch(const record_ref& rec) {
     to_sinks(id, entry, rec, stamp, payload, payload_bytes);
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
-    // It counts once: in records if a consumer took it, else where the first other outcome says.
+    // It counts once: in records if a consumer took it, else where the first other outcome says (none: in ignored).
     scope_outcome_ = nullptr, in_scope_loop_ = true;
     bool taken = false;
     for (consumer_entry* scope_consumer : scope_consumers_) {
@@ -195,7 +195,7 @@ inline void device_reader::dispatch(const record_ref& rec) {
     in_scope_loop_ = false;
     if (taken) ++delivered_records_, delivered_bytes_ += payload_bytes;
     else if (scope_outcome_ != nullptr) scope_outcome_->fetch_add(1, std::memory_order_relaxed);
-    else if (stream_.abandoned.load(std::memory_order_acquire)) stream_.lost_at_close.fetch_add(1, std::memory_order_relaxed);
+    else (stream_.abandoned.load(std::memory_order_acquire) ? stream_.lost_at_close : stream_.ignored).fetch_add(1, std::memory_order_relaxed);
     return;
   }
   if (entry == nullptr) [[unlikely]] {

@@ -146,22 +146,29 @@ private:
   tap_point<T> attach_impl(Fn fn, bool one_instance, std::string name, bool merge = false,
                            detail::point_kind kind = detail::point_kind::tap) {
     static_assert(detail::check_consumer<T, Fn>());  // one message at the user's line: what T or Fn lacks
-    if (state_->closed.load(std::memory_order_acquire)) throw std::logic_error("devtap: attach() on receiver '" + state_->name + "' after close()");
-    const std::size_t devices = state_->streams.size();
-    std::lock_guard lock(state_->table_mutex);
-    const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
-    if (name.empty()) name = "consumer#" + std::to_string(id);
+    // Only `state` from here: a coroutine factory is user code, which may close or even destroy this
+    // receiver; it runs before the table's lock is taken, so it may also attach.
+    const std::shared_ptr<detail::receiver_state> state = state_;
+    const auto closed = [&] { return std::logic_error("devtap: attach() on receiver '" + state->name + "' after close()"); };
+    if (state->closed.load(std::memory_order_acquire)) throw closed();
+    const std::size_t devices = state->streams.size();
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
       entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::move(name), std::move(fn), one_instance ? 1 : devices,
                                                                  devices);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
+    std::lock_guard lock(state->table_mutex);
+    // Under the lock: a close() that began meanwhile has made, or will make, its readers' last
+    // look at the table (end_stream), and would never start or end this consumer.
+    if (state->closed.load(std::memory_order_acquire)) throw closed();
+    const auto id = static_cast<std::uint32_t>(state->entries.size() + 1);
+    if (entry->name.empty()) entry->name = "consumer#" + std::to_string(id);
     entry->kind = std::is_same_v<T, scope_event> ? detail::point_kind::scope : kind;  // scope: also fed every scope
     if (merge) {
       // A raw pointer: the state owns the entry, so it outlives every call of these (and the helper
       // thread must never hold the state: it could end up its last owner).
-      detail::receiver_state* s = state_.get();
+      detail::receiver_state* s = state.get();
       const bool scope = entry->kind == detail::point_kind::scope;
       detail::merged_entry::outcome_sink sink{
           [s, scope](std::size_t device, std::uint64_t records, std::uint64_t bytes) {
@@ -185,15 +192,15 @@ private:
           }};
       const detail::point_kind kind = entry->kind;
       std::vector<const device*> by_index;
-      for (const auto& stream : state_->streams) by_index.push_back(stream->dev);
-      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state_->options.merge_lag,
-                                                     std::move(sink), state_->id);
+      for (const auto& stream : state->streams) by_index.push_back(stream->dev);
+      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state->options.merge_lag,
+                                                     std::move(sink), state->id);
       entry->kind = kind;
     }
-    for (auto& sink : state_->sinks) sink->define({id, entry->kind, entry->fingerprint, entry->name});
-    state_->entries.push_back(std::move(entry));
-    state_->table_version.fetch_add(1, std::memory_order_release);
-    return tap_point<T>{id, type_fingerprint_v<T>, state_->id};
+    for (auto& sink : state->sinks) sink->define({id, entry->kind, entry->fingerprint, entry->name});
+    state->entries.push_back(std::move(entry));
+    state->table_version.fetch_add(1, std::memory_order_release);
+    return tap_point<T>{id, type_fingerprint_v<T>, state->id};
   }
 
   template <class Req, class Rep, class Fn>

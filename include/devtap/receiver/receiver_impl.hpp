@@ -33,31 +33,16 @@ DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std
 }  // namespace detail
 
 DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shared<detail::receiver_state>()) {
-  if (!options.devices.empty() && !options.backends.empty())
-    throw std::invalid_argument("devtap: receiver_options: give `devices` or `backends`, not both");
   state_->name = options.name.empty() ? std::string("receiver") : options.name;
-  std::vector<device*> devs = detail::resolve_receiver_devices(options);
-  if (devs.empty()) throw std::invalid_argument("devtap: receiver '" + state_->name + "' has no devices");
-  for (std::size_t i = 0; i < devs.size(); ++i) {
-    if (devs[i] == nullptr) throw std::invalid_argument("devtap: receiver_options.devices holds a null device");
-    if (std::find(devs.begin(), devs.begin() + static_cast<std::ptrdiff_t>(i), devs[i]) != devs.begin() + static_cast<std::ptrdiff_t>(i))
-      throw std::invalid_argument("devtap: device '" + devs[i]->name() + "' is listed twice");
-  }
-  const std::uint64_t share = options.budget_bytes / devs.size();
-  const std::uint64_t capacity = std::bit_floor(std::min<std::uint64_t>(share, detail::max_ring_capacity));
-  if (capacity < 256)
-    throw std::invalid_argument("devtap: receiver '" + state_->name + "': budget_bytes " +
-                                std::to_string(options.budget_bytes) + " leaves less than 256 bytes per device");
+  std::vector<device*> devs = detail::checked_receiver_devices(options, state_->name);
+  const std::uint64_t capacity = detail::ring_capacity_of(options.budget_bytes, devs.size(), state_->name);
   state_->options = std::move(options);
+  const std::vector<std::string> names = detail::names_within(devs);  // what stats, reports and files call them
   {  // before any device is attached: a file that cannot be opened leaves nothing behind (each is
      // emptied only once the receiver has its devices: record_sink::start)
     const std::uint64_t origin = detail::stamp_now_ns();
-    std::vector<std::string> names;
     std::vector<detail::recorded_device> recorded;
-    for (device* d : devs) {
-      names.push_back(d->name());
-      recorded.push_back({d->id(), std::string(d->platform()), d->name()});
-    }
+    for (std::size_t i = 0; i < devs.size(); ++i) recorded.push_back({devs[i]->id(), std::string(devs[i]->platform()), names[i]});
     if (!state_->options.trace_file.empty())
       state_->sinks.push_back(std::make_unique<detail::trace_writer>(state_->options.trace_file, state_->name, names, origin));
     if (!state_->options.record_file.empty())
@@ -69,13 +54,13 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     auto stream = std::make_unique<detail::device_stream>();
     stream->dev = devs[i];
     stream->index = i;
-    stream->device_name = devs[i]->name();
+    stream->device_name = names[i];
     stream->ring = devs[i]->allocate_ring(capacity);
     (void)devs[i]->work_failure_since(stream->work_failures_seen);  // only later failures are this receiver's
     if (state_->options.timestamps) stream->ring->calibrate_clock();  // a GPU's clock against the host's
     // The ring's copy of the name, not the stream's or the device's: a tap that fails after the
     // receiver, or the device's client, is gone still names it.
-    stream->ring->device_name = devs[i]->name();
+    stream->ring->device_name = names[i];
     stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, stream->ring->device_name.c_str(),
                                   stream->ring->host_can_produce, state_->id, state_->options.timestamps);
     state_->streams.push_back(std::move(stream));
