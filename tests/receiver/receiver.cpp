@@ -1362,6 +1362,16 @@ TEST_CASE("after close() gave up, what the ring holds counts although its positi
 // ---- consumers: one instance per device, whatever their form ----------------------------------
 
 namespace {
+// Taps 0..count-1 through `point` on every device at once, and waits for them all.
+void tap_on_every_device(devtap::cpu_client& cpus, devtap::tap_point<int> point, int count) {
+  std::vector<std::future<void>> works;
+  for (auto* dev : cpus.cpu_devices())
+    works.push_back(dev->submit([point, count](devtap::cpu_context& ctx) {
+      for (int i = 0; i < count; ++i) ctx.tap(point, i);
+    }));
+  for (auto& w : works) w.get();
+}
+
 // Which instance each device's records reached, and whether two threads were ever inside one.
 struct instance_log {
   std::mutex mutex;
@@ -1396,12 +1406,7 @@ TEST_CASE("a callable consumer has one instance per device: no two devices' read
   instance_log log;
   devtap::receiver rx({.devices = all(cpus)});
   const auto point = rx.attach<int>(counting_callable{&log});
-  std::vector<std::future<void>> works;
-  for (auto* dev : cpus.cpu_devices())
-    works.push_back(dev->submit([point](devtap::cpu_context& ctx) {
-      for (int i = 0; i < 5000; ++i) ctx.tap(point, i);
-    }));
-  for (auto& w : works) w.get();
+  tap_on_every_device(cpus, point, 5000);
   rx.close();
   CHECK(rx.stats().total().records == 15000);
   CHECK(log.overlaps == 0);
@@ -1421,12 +1426,7 @@ TEST_CASE("a callable that cannot be copied is one instance, called one record a
     std::this_thread::yield();
     busy = false;
   });
-  std::vector<std::future<void>> works;
-  for (auto* dev : cpus.cpu_devices())
-    works.push_back(dev->submit([point](devtap::cpu_context& ctx) {
-      for (int i = 0; i < 5000; ++i) ctx.tap(point, i);
-    }));
-  for (auto& w : works) w.get();
+  tap_on_every_device(cpus, point, 5000);
   rx.close();
   CHECK(calls == 10000);
   CHECK(overlaps == 0);
