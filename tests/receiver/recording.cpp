@@ -1506,6 +1506,48 @@ TEST_CASE("record_file: a pipe nobody reads does not hold close() past its deadl
   work.get();
 }
 
+TEST_CASE("record_file: an attach() waiting to write its point into a pipe nobody reads does not hold close()") {
+  temp_file fifo("fifo-attach");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  devtap::cpu_client cpus(1);
+  auto rx = std::make_unique<devtap::receiver>(
+      devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms, .record_file = fifo.path});
+  auto point = rx->attach<int>([](const int&) {}, "n");
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    try {
+      for (int i = 0; i < 1000000; ++i) ctx.tap(point, i);
+    } catch (const devtap::outfeed_error&) {
+    }
+  });
+  std::this_thread::sleep_for(100ms);  // the reader is stuck in a write into the full pipe
+  std::atomic<bool> attach_done{false};
+  std::thread attacher([&rx, &attach_done] {  // waits for the file to write its point (it held the table's lock)
+    try {
+      (void)rx->attach<long>([](const long&) {}, "late");
+    } catch (const std::logic_error&) {  // (when close() came first)
+    }
+    attach_done = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);  // it waited for the pipe's reader before
+  char buffer[1 << 16];
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (!attach_done && std::chrono::steady_clock::now() < until)  // reading frees the stuck writes
+    if (::read(reader, buffer, sizeof buffer) <= 0) std::this_thread::sleep_for(1ms);
+  attacher.join();  // before the receiver goes: it is its attach()
+  rx.reset();
+  ssize_t got = 1;
+  while (got != 0 && std::chrono::steady_clock::now() < until)
+    if ((got = ::read(reader, buffer, sizeof buffer)) < 0) std::this_thread::sleep_for(1ms);
+  CHECK(got == 0);  // the file closed with the receiver's last part
+  ::close(reader);
+  work.get();
+}
+
 TEST_CASE("trace_file and record_file: close()'s own last writes into a full pipe nobody reads end at its deadline") {
   const bool trace = GENERATE(true, false);
   CAPTURE(trace);

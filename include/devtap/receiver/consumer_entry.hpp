@@ -229,42 +229,35 @@ private:
   std::vector<std::unique_ptr<instance>> instances_;  // destroyed (frames first) before factory_
 };
 
-/** A plain callable: `fn(value)` or `fn(value, device)` per record. One copy per device, as a
- *  coroutine has a frame per device, so no two readers call one object at once; a single one
- *  called under a lock when shared, or when `Fn` cannot be copied. */
+/** A plain callable: `fn(value)` or `fn(value, device)` per record. One instance, called by each
+ *  device's reader: concurrently across devices unless shared (a lock), as the reference calls its
+ *  tap function. Not copied per device: what it captures by reference would still be shared, and
+ *  some callables that claim to be copyable (holding a vector of unique_ptr) cannot be copied. */
 template <class T, class Fn>
 class callable_entry final : public consumer_entry {
   static_assert(check_consumer<T, Fn>());  // also where receiver::attach does not ask first
 
 public:
   callable_entry(std::string name_, Fn fn, bool shared, std::size_t devices)
-      : consumer_entry(type_fingerprint_v<T>, std::move(name_)),
-        shared_((shared || !std::is_copy_constructible_v<Fn>) && devices > 1) {
-    const std::size_t copies = shared_ || devices == 0 ? 1 : devices;
-    fns_.reserve(copies);
-    if constexpr (std::is_copy_constructible_v<Fn>)
-      while (fns_.size() + 1 < copies) fns_.push_back(fn);
-    fns_.push_back(std::move(fn));
-  }
+      : consumer_entry(type_fingerprint_v<T>, std::move(name_)), fn_(std::move(fn)), locked_(shared && devices > 1) {}
 
   // A callable that threw keeps receiving later records (as the reference keeps calling its tap
   // function): one bad value must not silence the rest of a stream. The reader keeps what it threw.
-  delivery deliver(std::size_t device_index, const device& dev, const record_stamp& stamp, const std::byte* payload,
+  delivery deliver(std::size_t, const device& dev, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (shared_ && !lock_shared(lock)) return delivery::given_up;
-    Fn& fn = fns_[fns_.size() == 1 ? 0 : device_index];
+    if (locked_ && !lock_shared(lock)) return delivery::given_up;
     if constexpr (!receivable<T>) {
       return delivery::mismatch;  // rejected by check_consumer: no second error from inside <optional>
     } else {
       const std::optional<T> value = decode_value<T>(payload, size);
       if (!value) return delivery::mismatch;
       if constexpr (std::invocable<Fn&, const T&, const tap_info&> && !std::invocable<Fn&, const T&, const device&>)
-        fn(*value, info_of(dev, stamp));
+        fn_(*value, info_of(dev, stamp));
       else if constexpr (std::invocable<Fn&, const T&, const device&>)
-        fn(*value, dev);
+        fn_(*value, dev);
       else if constexpr (std::invocable<Fn&, const T&>)
-        fn(*value);  // else rejected by check_consumer, which already said why
+        fn_(*value);  // else rejected by check_consumer, which already said why
       return delivery::delivered;
     }
   }
@@ -279,8 +272,8 @@ public:
   }
 
 private:
-  const bool shared_;
-  std::vector<Fn> fns_;  // one per device, or the one shared
+  Fn fn_;
+  const bool locked_;
   std::mutex mutex_;
 };
 

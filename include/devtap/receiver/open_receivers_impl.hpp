@@ -103,14 +103,14 @@ DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
       // Abandoned, so that device work blocked in a tap into it ends, and kept on `closing` for
       // good: a client destroyed later in the exit must keep the devices its readers still use.
       const std::unique_lock claim(state->close_mutex, std::try_to_lock);
-      if (claim.owns_lock() && !state->closed.exchange(true, std::memory_order_acq_rel)) abandon_receiver(state);
+      if (claim.owns_lock() && state->close_once()) abandon_receiver(state);
       const std::lock_guard relist(list.mutex);
       list.closing.push_back({state, std::thread::id()});  // (by no thread: never taken off)
       continue;
     } else if (where != nullptr) {  // the client is destroyed from there: abandoned, as ~receiver would
       all_closed = false;  // (also when a close() elsewhere holds it: it waits for this thread too)
       const std::unique_lock claim(state->close_mutex, std::try_to_lock);
-      if (!claim.owns_lock() || state->closed.exchange(true, std::memory_order_acq_rel)) continue;
+      if (!claim.owns_lock() || !state->close_once()) continue;
       log(log_level::error,
           "receiver '{}' abandoned, not drained: the client of device '{}' is destroyed from {}; its devices are "
           "kept until the process exits",

@@ -112,6 +112,13 @@ struct receiver_state {
   // close() began (or the receiver was destroyed from a consumer): in the state, not the receiver,
   // so that the exit handler or a client's destructor can close one its owner is destroying.
   std::atomic<bool> closed{false};
+  /** Sets `closed`; true if this call did. Under the table's lock: an attach() or serve() that saw it
+   *  unset under that lock has published its entry before any end of stream is written, so each
+   *  reader's last look at the table (end_stream) finds it and ends it. */
+  bool close_once() {
+    std::lock_guard lock(table_mutex);
+    return !closed.exchange(true, std::memory_order_acq_rel);
+  }
 
   // The trace file and the recording (receiver_options::trace_file, record_file): made before the
   // readers start, closed by close() after them; each reader feeds them every record it reads.

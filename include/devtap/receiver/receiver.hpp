@@ -158,9 +158,9 @@ private:
                                                                  devices);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
-    std::lock_guard lock(state->table_mutex);
-    // Under the lock: a close() that began meanwhile has made, or will make, its readers' last
-    // look at the table (end_stream), and would never start or end this consumer.
+    std::unique_lock lock(state->table_mutex);
+    // Again under the lock, which close() sets `closed` under (close_once): past this check, the
+    // entry is in the table before any end of stream is written, so its readers end it.
     if (state->closed.load(std::memory_order_acquire)) throw closed();
     const auto id = static_cast<std::uint32_t>(state->entries.size() + 1);
     if (entry->name.empty()) entry->name = "consumer#" + std::to_string(id);
@@ -197,10 +197,17 @@ private:
                                                      std::move(sink), state->id);
       entry->kind = kind;
     }
-    for (auto& sink : state->sinks) sink->define({id, entry->kind, entry->fingerprint, entry->name});
+    const detail::point_description point{id, entry->kind, entry->fingerprint, entry->name};
     state->entries.push_back(std::move(entry));
     state->table_version.fetch_add(1, std::memory_order_release);
+    lock.unlock();
+    define_in_sinks(*state, point);
     return tap_point<T>{id, type_fingerprint_v<T>, state->id};
+  }
+  // Outside the table's lock, which close() takes: a record file's write into a pipe nobody reads
+  // may block. No record of the point exists before attach() or serve() returns it.
+  static void define_in_sinks(detail::receiver_state& state, const detail::point_description& point) {
+    for (auto& sink : state.sinks) sink->define(point);
   }
 
   template <class Req, class Rep, class Fn>
@@ -209,14 +216,17 @@ private:
     if (state_->closed.load(std::memory_order_acquire)) throw std::logic_error("devtap: serve() on receiver '" + state_->name + "' after close()");
     std::vector<detail::ring_view> rings;
     for (const auto& stream : state_->streams) rings.push_back(stream->ring->host);
-    std::lock_guard lock(state_->table_mutex);
+    std::unique_lock lock(state_->table_mutex);
+    if (state_->closed.load(std::memory_order_acquire))  // again, as in attach_impl
+      throw std::logic_error("devtap: serve() on receiver '" + state_->name + "' after close()");
     const auto id = static_cast<std::uint32_t>(state_->entries.size() + 1);
     if (name.empty()) name = "handler#" + std::to_string(id);
-    for (auto& sink : state_->sinks)
-      sink->define({id | detail::call_id_flag, detail::point_kind::call, call_fingerprint_v<Req, Rep>, name});
+    const detail::point_description point{id | detail::call_id_flag, detail::point_kind::call, call_fingerprint_v<Req, Rep>, name};
     state_->entries.push_back(
         std::make_shared<detail::call_entry<Req, Rep, Fn>>(std::move(name), std::move(fn), one_at_a_time, std::move(rings)));
     state_->table_version.fetch_add(1, std::memory_order_release);
+    lock.unlock();
+    define_in_sinks(*state_, point);
     return call_point<Req, Rep>{id | detail::call_id_flag, call_fingerprint_v<Req, Rep>, state_->id};
   }
 

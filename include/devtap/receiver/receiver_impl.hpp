@@ -123,7 +123,7 @@ DEVTAP_FUNC receiver::~receiver() {
     // destroyed meanwhile waits too.
     const detail::closing_mark abandoning(state_);
     const std::unique_lock claim(state_->close_mutex, std::try_to_lock);
-    if (!claim.owns_lock() || state_->closed.exchange(true, std::memory_order_acq_rel)) return;
+    if (!claim.owns_lock() || !state_->close_once()) return;
     log(log_level::error, "receiver '{}' destroyed from {}: its streams are abandoned, not drained", state_->name,
         where);
     detail::abandon_receiver(state_);
@@ -181,7 +181,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   refuse_inside(state, "close()", true);
   // Claimed at once, not only checked: a receiver destroyed from its consumer (abandon) or closed
   // by another thread (close_open_receivers, without this receiver) must not be closed twice.
-  if (state.closed.exchange(true, std::memory_order_acq_rel)) return;
+  if (!state.close_once()) return;
   struct closing_here {  // inside() tells this thread apart while close() runs
     detail::receiver_state& state;
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
