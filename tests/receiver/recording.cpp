@@ -1466,23 +1466,38 @@ TEST_CASE("replay: a consumer may destroy the replay during run(); run() finishe
   CHECK(st.delivered == 4000);
 }
 
+namespace {
+// A receiver whose record file is a pipe that is open but read by nobody yet, and one cpu device
+// tapping far more than the pipe holds (64 KiB): the reader blocks in a write, holding the file,
+// and the producers then block for space.
+struct unread_pipe_recording {
+  explicit unread_pipe_recording(const char* name) : fifo(name) {
+    REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+    reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);  // there, but it reads nothing yet
+    REQUIRE(reader >= 0);
+    rx = std::make_unique<devtap::receiver>(
+        devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms, .record_file = fifo.path});
+    const auto point = rx->attach<int>([](const int&) {}, "n");
+    work = cpus.cpu_devices()[0]->submit([point](devtap::cpu_context& ctx) {
+      try {
+        for (int i = 0; i < 1000000; ++i) ctx.tap(point, i);
+      } catch (const devtap::outfeed_error&) {  // close() gave up on the device
+      }
+    });
+  }
+  temp_file fifo;
+  int reader = -1;
+  devtap::cpu_client cpus{1};
+  std::unique_ptr<devtap::receiver> rx;
+  std::future<void> work;
+};
+}  // namespace
+
 TEST_CASE("record_file: a pipe nobody reads does not hold close() past its deadline") {
-  temp_file fifo("fifo");
-  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
-  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);  // there, but it reads nothing yet
-  REQUIRE(reader >= 0);
-  devtap::cpu_client cpus(1);
-  auto rx = std::make_unique<devtap::receiver>(
-      devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms, .record_file = fifo.path});
-  auto point = rx->attach<int>([](const int&) {}, "n");
-  // Far more than the pipe holds (64 KiB): the reader blocks in a write, holding the file, and the
-  // producers then block for space.
-  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
-    try {
-      for (int i = 0; i < 1000000; ++i) ctx.tap(point, i);
-    } catch (const devtap::outfeed_error&) {  // close() gave up on the device
-    }
-  });
+  unread_pipe_recording pipe("fifo");
+  auto& rx = pipe.rx;
+  const int reader = pipe.reader;
+  auto& work = pipe.work;
   std::this_thread::sleep_for(100ms);
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -1507,20 +1522,10 @@ TEST_CASE("record_file: a pipe nobody reads does not hold close() past its deadl
 }
 
 TEST_CASE("record_file: an attach() waiting to write its point into a pipe nobody reads does not hold close()") {
-  temp_file fifo("fifo-attach");
-  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
-  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);
-  REQUIRE(reader >= 0);
-  devtap::cpu_client cpus(1);
-  auto rx = std::make_unique<devtap::receiver>(
-      devtap::receiver_options{.devices = all(cpus), .close_timeout = 200ms, .record_file = fifo.path});
-  auto point = rx->attach<int>([](const int&) {}, "n");
-  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
-    try {
-      for (int i = 0; i < 1000000; ++i) ctx.tap(point, i);
-    } catch (const devtap::outfeed_error&) {
-    }
-  });
+  unread_pipe_recording pipe("fifo-attach");
+  auto& rx = pipe.rx;
+  const int reader = pipe.reader;
+  auto& work = pipe.work;
   std::this_thread::sleep_for(100ms);  // the reader is stuck in a write into the full pipe
   std::atomic<bool> attach_done{false};
   std::thread attacher([&rx, &attach_done] {  // waits for the file to write its point (it held the table's lock)
