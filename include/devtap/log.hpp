@@ -57,7 +57,7 @@ logger_state& logger();
  * the argument types (a `log` call instantiates only the conversion of its arguments). */
 struct log_arg {
   enum class kind : unsigned char { text, character, signed_int, unsigned_int, floating, boolean, pointer, wide_int } what;
-  bool negative = false;  // wide_int: its sign (the value holds the magnitude)
+  bool wide_signed = false;  // wide_int: `wide` holds an int128's bits
   union {
     std::string_view text;
     char character;
@@ -86,8 +86,7 @@ struct log_arg {
   template <class T>  // in full, whether or not the compiler's mode counts it as integral
     requires detail::is_int128_v<T>
   log_arg(T v) noexcept
-      : what(kind::wide_int), negative(std::is_same_v<T, detail::int128> && v < 0),
-        wide(negative ? detail::uint128{0} - static_cast<detail::uint128>(v) : static_cast<detail::uint128>(v)) {}
+      : what(kind::wide_int), wide_signed(std::is_same_v<T, detail::int128>), wide(static_cast<detail::uint128>(v)) {}
 #endif
   template <class T>
     requires std::is_floating_point_v<T>

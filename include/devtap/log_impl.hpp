@@ -65,7 +65,7 @@ DEVTAP_FUNC void append(std::string& out, const log_arg& arg) {
     case log_arg::kind::floating: r = std::to_chars(buf, buf + sizeof buf, arg.floating); break;
     case log_arg::kind::wide_int:
 #if defined(__SIZEOF_INT128__)
-      append_int128(out, arg.wide, arg.negative);
+      arg.wide_signed ? append_int128(out, static_cast<int128>(arg.wide)) : append_int128(out, arg.wide);
 #endif
       return;
   }

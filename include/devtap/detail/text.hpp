@@ -20,7 +20,11 @@ template <class U>
 inline constexpr bool is_int128_v = std::is_same_v<U, int128> || std::is_same_v<U, uint128>;
 
 /** A 128-bit integer in full, in decimal (std::to_chars takes none). */
-inline void append_int128(std::string& out, uint128 magnitude, bool negative) {
+template <class U>
+  requires is_int128_v<U>
+void append_int128(std::string& out, U v) {
+  const bool negative = std::is_same_v<U, int128> && v < 0;
+  uint128 magnitude = negative ? uint128{0} - static_cast<uint128>(v) : static_cast<uint128>(v);
   char digits[40];  // 2^128 has 39
   char* first = digits + sizeof digits;
   do {

@@ -123,8 +123,7 @@ void append_json_value(std::string& out, const T& v) {
   constexpr shape s = shape_of<U>;
   if constexpr (s == shape::scalar) {
     if constexpr (is_int128_v<U>) {
-      const bool negative = std::is_same_v<U, int128> && v < 0;
-      append_int128(out, negative ? uint128{0} - static_cast<uint128>(v) : static_cast<uint128>(v), negative);
+      append_int128(out, v);
     } else if constexpr (std::is_arithmetic_v<U>) {
       append_json_number(out, v);
     } else if constexpr (std::is_enum_v<U>) {
