@@ -1,13 +1,17 @@
 #pragma once
 // What the hostile tests share: a watchdog that turns a hang into a failure naming the test, a
 // wait for a condition with a limit, log sinks that keep expected errors off the output, and a
-// way to run a test's threads on one CPU.
+// way to run a test's threads on one CPU, and a record that stops its device's stream.
 #include <devtap/log.hpp>
+#include <devtap/ring/produce.hpp>
+#include <devtap/ring/wake.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -123,5 +127,18 @@ private:
   mutable std::mutex mutex_;
   std::vector<std::string> errors_;
 };
+
+// Writes, at the ring's next free place, a record shorter than a header under a valid stamp, as
+// damaged device memory would: that device's reader stops its stream (stats().stream_failed).
+// False when the ring had no room for it.
+inline bool write_malformed_record(const devtap::detail::ring_view& ring) {
+  std::uint64_t pos;
+  if (!devtap::detail::try_claim<devtap::detail::host_atomics>(ring, 64, pos)) return false;
+  ring.header_at(pos)->length = 8;
+  std::atomic_ref<std::uint64_t>(ring.header_at(pos)->stamp)
+      .store(ring.stamp(pos, devtap::detail::stamp_record), std::memory_order_release);
+  devtap::detail::wake_reader(ring);  // written by hand, not by commit(): ring the doorbell as commit() would
+  return true;
+}
 
 }  // namespace devtap_test

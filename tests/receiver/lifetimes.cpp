@@ -455,3 +455,61 @@ TEST_CASE("device work that failed is reported by close(), once, to the receiver
   devtap::receiver next({.devices = {&dev}, .name = "next"});
   CHECK_NOTHROW(next.close());  // reported once: not to the next receiver
 }
+
+TEST_CASE("close() waits for the work of a device whose stream stopped early, and names it if it outlives the timeout") {
+  devtap_test::quiet_log quiet;
+  devtap::cpu_client cpus(2);
+  SECTION("work that finishes within the timeout: close() returns after it") {
+    std::atomic<bool> work_ended{false};
+    devtap::receiver rx({.devices = {cpus.cpu_devices()[0], cpus.cpu_devices()[1]}, .budget_bytes = 2 * 4096});
+    REQUIRE(devtap_test::write_malformed_record(rx.outfeed(*cpus.cpu_devices()[1]).ring()));
+    REQUIRE(devtap_test::eventually([&] { return rx.stats().devices[1].stream_failed; }));
+    auto work = cpus.cpu_devices()[1]->submit([&] {
+      std::this_thread::sleep_for(200ms);
+      work_ended = true;
+    });
+    // Before, close() returned as soon as the stopped stream's reader had, while the device still
+    // worked (and then wrote what close() read: TSan saw the race).
+    CHECK_THROWS_WITH(rx.close(), Catch::Contains("malformed record on device 'cpu:1'"));
+    CHECK(work_ended);
+  }
+  SECTION("work that outlives the timeout: close() names the device, reader joined, nothing undelivered") {
+    std::promise<void> release;
+    auto released = release.get_future().share();
+    devtap::receiver rx({.devices = {cpus.cpu_devices()[0], cpus.cpu_devices()[1]}, .budget_bytes = 2 * 4096, .close_timeout = 300ms});
+    auto point = rx.attach<int>([](const int&) {});
+    REQUIRE(devtap_test::write_malformed_record(rx.outfeed(*cpus.cpu_devices()[1]).ring()));
+    REQUIRE(devtap_test::eventually([&] { return rx.stats().devices[1].stream_failed; }));
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+    auto work = cpus.cpu_devices()[1]->submit([released] { released.wait(); });
+    try {
+      rx.close();
+      FAIL("close() did not time out");
+    } catch (const devtap::timeout_error& e) {
+      CHECK(e.devices() == std::vector<std::string>{"cpu:1"});
+      CHECK_THAT(e.what(), Catch::Contains("devices that did not finish: cpu:1 (its work did not finish; its stream had "
+                                           "stopped before, so nothing was left undelivered)"));
+      CHECK_THAT(e.what(), Catch::Contains("also:\n  [cpu:1] (stream): malformed record"));
+    }
+    release.set_value();
+    const auto st = rx.stats();
+    CHECK(st.devices[0].records == 1);
+    CHECK(st.devices[1].lost_at_close == 0);
+  }
+}
+
+TEST_CASE("a device whose stream stopped early still reports its failed work") {
+  devtap_test::quiet_log quiet;
+  failing_device dev;
+  devtap::receiver rx({.devices = {&dev}, .budget_bytes = 2 * 4096});
+  REQUIRE(devtap_test::write_malformed_record(rx.outfeed(dev).ring()));
+  REQUIRE(devtap_test::eventually([&] { return rx.stats().devices[0].stream_failed; }));
+  dev.fail = true;
+  try {
+    rx.close();
+    FAIL("close() reported nothing");
+  } catch (const devtap::tap_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("[failing:0] (stream): malformed record"));
+    CHECK_THAT(e.what(), Catch::Contains("[failing:0] (device work): failing:0: waiting for pending work: a kernel faulted"));
+  }
+}

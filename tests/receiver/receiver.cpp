@@ -531,12 +531,7 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
   devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 * 4096});
   auto point = rx.attach<int>([&](const int&) { ++got; });
   auto broken = rx.outfeed(*cpus.cpu_devices()[1]).ring();
-  std::uint64_t pos;
-  REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
-  broken.header_at(pos)->length = 8;  // shorter than a header, under a valid stamp
-  std::atomic_ref<std::uint64_t>(broken.header_at(pos)->stamp)
-      .store(broken.stamp(pos, devtap::detail::stamp_record), std::memory_order_release);
-  devtap::detail::wake_reader(broken);  // written by hand, not by commit(): ring the doorbell as commit() would
+  REQUIRE(devtap_test::write_malformed_record(broken));
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
     for (int i = 0; i < 100; ++i) ctx.tap(point, i);
   });

@@ -6,6 +6,7 @@
 #include <devtap/replay.hpp>
 
 #include "../allocation_guard.hpp"
+#include "../hostile.hpp"
 #include "../temp_file.hpp"
 
 #include <catch2/catch.hpp>
@@ -1630,12 +1631,7 @@ TEST_CASE("flush(): a device whose stream stopped before close() (a malformed re
   auto point = rx.attach<int>([](const int&) {}, "vals");
   cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { for (int i = 0; i < 50; ++i) ctx.tap(point, i); });
   auto broken = rx.outfeed(*cpus.cpu_devices()[0]).ring();
-  std::uint64_t pos;
-  REQUIRE(devtap::detail::try_claim<devtap::detail::host_atomics>(broken, 64, pos));
-  broken.header_at(pos)->length = 8;  // shorter than a header, under a valid stamp: the stream stops
-  std::atomic_ref<std::uint64_t>(broken.header_at(pos)->stamp)
-      .store(broken.stamp(pos, devtap::detail::stamp_record), std::memory_order_release);
-  devtap::detail::wake_reader(broken);
+  REQUIRE(devtap_test::write_malformed_record(broken));
   for (int i = 0; i < 5000 && !rx.stats().devices[0].stream_failed; ++i) std::this_thread::sleep_for(1ms);
   REQUIRE(rx.stats().devices[0].stream_failed);
   rx.flush();  // the stream ended: its part was left for close() to write

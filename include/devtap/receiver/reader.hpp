@@ -64,11 +64,15 @@ struct device_stream {
   std::atomic<bool> reader_exited{false};
   std::atomic<std::uint64_t> lost_at_close{0};
   std::atomic<bool> finished{false};
+  // Set on the device by close()'s callback once the device's pending work is done and
+  // `work_failure` is written (before the end marker, so a reader that saw the end implies it);
+  // close() waits for it as for `finished`: a reader whose stream failed finishes before it.
+  std::atomic<bool> work_done{false};
   // Written by the reader before `finished`; read by close() after it.
   std::string failure;
   std::uint64_t dropped_told_sinks = 0;  // the drop count end_sinks gave the files
   // The device's work failures when the receiver opened; at close(), after its pending work, the
-  // last one's text if there were more (device::work_failure_since), read by close() as `failure`.
+  // last one's text if there were more (device::work_failure_since), read by close() after `work_done`.
   std::uint64_t work_failures_seen = 0;
   std::string work_failure;
   std::map<std::uint32_t, std::uint64_t> unknown_by_id;   // consumer id -> records skipped
@@ -145,10 +149,11 @@ struct receiver_state {
 
   void record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error);
 
-  void mark_finished(device_stream& stream) {
+  /** Sets `finished` or `work_done` (close() waits on both under done_mutex). */
+  void mark_done(std::atomic<bool>& flag) {
     {
       std::lock_guard lock(done_mutex);
-      stream.finished.store(true, std::memory_order_release);
+      flag.store(true, std::memory_order_release);  // partner: close()'s acquire loads
     }
     done_cv.notify_all();
   }

@@ -307,7 +307,7 @@ DEVTAP_FUNC void device_reader::end_stream() {
   end_answers();
   state_.end_sinks(stream_);
   log(log_level::debug, "receiver '{}': stream of {} ended", state_.name, stream_.device_name);
-  state_.mark_finished(stream_);
+  state_.mark_done(stream_.finished);
 }
 
 DEVTAP_FUNC bool device_reader::pass_on_staged(bool lost) {
@@ -384,7 +384,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
   state_.end_sinks(stream_);
   end_answers();  // blocked producers and waiting callers must not wait for a stopped reader
   publish_progress();
-  state_.mark_finished(stream_);
+  state_.mark_done(stream_.finished);
 }
 
 DEVTAP_FUNC void abandon(device_stream& stream) {

@@ -192,13 +192,15 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)
       s->dev->after_pending_work([keep, s] {
-        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);  // before the end the reader sees
+        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
+        keep->mark_done(s->work_done);  // before the end the reader sees
         detail::write_end_marker(s->ring->host);
         s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
       });
     else
       s->dev->after_pending_work([keep, s] {
         s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
+        keep->mark_done(s->work_done);
         detail::close_ring(s->ring->host, detail::ring_ending);
         s->device_done.store(true, std::memory_order_seq_cst);
         detail::wake_reader(s->ring->host);
@@ -208,14 +210,17 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   {
     std::unique_lock lock(state.done_mutex);
     state.done_cv.wait_until(lock, deadline, [&] {
-      return std::all_of(state.streams.begin(), state.streams.end(),
-                         [](const auto& stream) { return stream->finished.load(std::memory_order_acquire); });
+      return std::all_of(state.streams.begin(), state.streams.end(), [](const auto& stream) {
+        return stream->finished.load(std::memory_order_acquire) && stream->work_done.load(std::memory_order_acquire);
+      });
     });
   }
   std::vector<std::string> stuck;
   for (auto& stream : state.streams) {
     if (stream->finished.load(std::memory_order_acquire)) {
       stream->thread.join();
+      // Its stream stopped early (a malformed record), and the device's work outlived the timeout.
+      if (!stream->work_done.load(std::memory_order_acquire)) stuck.push_back(stream->device_name);
     } else {
       stuck.push_back(stream->device_name);
       detail::abandon(*stream);
@@ -258,7 +263,10 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
       stream->ring->release_memory();
   std::vector<std::string> stuck_described;
   for (const auto& stream : state.streams)
-    if (stream->abandoned.load(std::memory_order_relaxed))
+    if (!stream->abandoned.load(std::memory_order_relaxed) && !stream->work_done.load(std::memory_order_acquire))
+      stuck_described.push_back(stream->device_name +
+                                " (its work did not finish; its stream had stopped before, so nothing was left undelivered)");
+    else if (stream->abandoned.load(std::memory_order_relaxed))
       stuck_described.push_back(
           stream->device_name +
           (stream->reader_exited.load(std::memory_order_acquire)

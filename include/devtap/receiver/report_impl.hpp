@@ -30,9 +30,8 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   const bool reader_done =
       stream.finished.load(std::memory_order_acquire) || stream.reader_exited.load(std::memory_order_acquire);
   if (reader_done && !stream.failure.empty()) failures.push_back({stream.device_name, "(stream)", stream.failure, {}});
-  // Written before the end the reader saw: a stream given up on may never see it (nor read the text).
-  const bool ended = stream.finished.load(std::memory_order_acquire) && !stream.abandoned.load(std::memory_order_acquire);
-  if (ended && !stream.work_failure.empty())
+  // Written on the device before `work_done`; a device whose work outlived close() never wrote it.
+  if (stream.work_done.load(std::memory_order_acquire) && !stream.work_failure.empty())
     failures.push_back({stream.device_name, "(device work)",
                         stream.work_failure + " (records its work tapped may be missing)", {}});
   if (std::string sticky = sticky_error_text(stream); !sticky.empty())
