@@ -68,11 +68,13 @@ struct device_stream {
   // `work_failure` is written (before the end marker, so a reader that saw the end implies it);
   // close() waits for it as for `finished`: a reader whose stream failed finishes before it.
   std::atomic<bool> work_done{false};
+  bool work_done_in_time = false;  // close()'s one look at work_done past its wait: all it reports agrees
   // Written by the reader before `finished`; read by close() after it.
   std::string failure;
   std::uint64_t dropped_told_sinks = 0;  // the drop count end_sinks gave the files
   // The device's work failures when the receiver opened; at close(), after its pending work, the
-  // last one's text if there were more (device::work_failure_since), read by close() after `work_done`.
+  // last one's text if there were more (device::work_failure_since), read by close() after `work_done`
+  // (only if it was set in time: the device may write it later).
   std::uint64_t work_failures_seen = 0;
   std::string work_failure;
   std::map<std::uint32_t, std::uint64_t> unknown_by_id;   // consumer id -> records skipped

@@ -217,10 +217,11 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   }
   std::vector<std::string> stuck;
   for (auto& stream : state.streams) {
+    stream->work_done_in_time = stream->work_done.load(std::memory_order_acquire);
     if (stream->finished.load(std::memory_order_acquire)) {
       stream->thread.join();
       // Its stream stopped early (a malformed record), and the device's work outlived the timeout.
-      if (!stream->work_done.load(std::memory_order_acquire)) stuck.push_back(stream->device_name);
+      if (!stream->work_done_in_time) stuck.push_back(stream->device_name);
     } else {
       stuck.push_back(stream->device_name);
       detail::abandon(*stream);
@@ -263,9 +264,8 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
       stream->ring->release_memory();
   std::vector<std::string> stuck_described;
   for (const auto& stream : state.streams)
-    if (!stream->abandoned.load(std::memory_order_relaxed) && !stream->work_done.load(std::memory_order_acquire))
-      stuck_described.push_back(stream->device_name +
-                                " (its work did not finish; its stream had stopped before, so nothing was left undelivered)");
+    if (!stream->abandoned.load(std::memory_order_relaxed) && !stream->work_done_in_time)
+      stuck_described.push_back(stream->device_name + " (its work did not finish; its stream had already stopped at a malformed record)");
     else if (stream->abandoned.load(std::memory_order_relaxed))
       stuck_described.push_back(
           stream->device_name +

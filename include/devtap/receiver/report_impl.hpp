@@ -30,8 +30,9 @@ DEVTAP_FUNC void add_stream_failures(const device_stream& stream, const std::vec
   const bool reader_done =
       stream.finished.load(std::memory_order_acquire) || stream.reader_exited.load(std::memory_order_acquire);
   if (reader_done && !stream.failure.empty()) failures.push_back({stream.device_name, "(stream)", stream.failure, {}});
-  // Written on the device before `work_done`; a device whose work outlived close() never wrote it.
-  if (stream.work_done.load(std::memory_order_acquire) && !stream.work_failure.empty())
+  // Written on the device before `work_done` (close() read it with acquire); a device whose work
+  // outlived close()'s wait may write it now.
+  if (stream.work_done_in_time && !stream.work_failure.empty())
     failures.push_back({stream.device_name, "(device work)",
                         stream.work_failure + " (records its work tapped may be missing)", {}});
   if (std::string sticky = sticky_error_text(stream); !sticky.empty())
