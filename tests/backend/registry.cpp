@@ -8,6 +8,7 @@
 
 #include <array>
 #include <latch>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -120,6 +121,21 @@ TEST_CASE("a factory that returns no client is a recorded failure", "[registry]"
   CHECK(r.default_backend() == "cpu");
   CHECK(r.backend_errors().at("nothing") == "create() returned no client");
   CHECK_THROWS_WITH(r.get_backend("nothing"), "Unable to initialize backend 'nothing': create() returned no client");
+}
+
+TEST_CASE("a factory whose client lists a null device is a recorded failure, with debug logging on or off", "[registry]") {
+  // (it crashed where debug logging named the devices, and elsewhere a receiver over every backend
+  // said the user had passed a null device)
+  const bool debug = GENERATE(false, true);
+  std::optional<log_capture> log;
+  if (debug) log.emplace();
+  using holes = test_backend<"holes", 50, false, 1, behaviour::null_device>;
+  using cpu = test_backend<"cpu", 0, true>;
+  devtap::registry<holes, cpu> r{""};
+  CHECK(r.default_backend() == "cpu");
+  CHECK(r.backend_errors().at("holes") == "create() returned a client whose local_devices() holds a null device");
+  CHECK_THROWS_WITH(r.get_backend("holes"), "Unable to initialize backend 'holes': create() returned a client whose "
+                                            "local_devices() holds a null device");
 }
 
 TEST_CASE("16 threads racing get_backend create exactly one client", "[registry][threads]") {

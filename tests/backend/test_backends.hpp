@@ -40,11 +40,12 @@ public:
 
 class fake_client final : public devtap::client {
 public:
-  fake_client(std::string_view platform, int devices) : platform_(platform) {
+  fake_client(std::string_view platform, int devices, bool null_device = false) : platform_(platform) {
     for (int i = 0; i < devices; ++i) {
       owned_.push_back(std::make_unique<fake_device>(i, platform));
       views_.push_back(owned_.back().get());
     }
+    if (null_device) views_.push_back(nullptr);  // a backend's mistake
   }
   std::string_view platform() const noexcept override { return platform_; }
   int process_index() const noexcept override { return 0; }
@@ -56,10 +57,11 @@ private:
   std::vector<devtap::device*> views_;
 };
 
-enum class behaviour { ok, fail, null, slow, logs };
+enum class behaviour { ok, fail, null, slow, logs, null_device };
 
 /** A backend named `Name` with `Devices` devices; `How` makes create() throw, return null, sleep,
- * or log "create() of <name> runs" at debug level (to see what was logged before it). */
+ * log "create() of <name> runs" at debug level (to see what was logged before it), or return a
+ * client whose device list holds a null device too. */
 template <fixed_string Name, int Priority, bool Required = false, int Devices = 1, behaviour How = behaviour::ok>
 struct test_backend {
   static constexpr std::string_view name = Name.view();
@@ -73,7 +75,7 @@ struct test_backend {
     if constexpr (How == behaviour::null) return nullptr;
     if constexpr (How == behaviour::slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if constexpr (How == behaviour::logs) devtap::log(devtap::log_level::debug, "create() of {} runs", name);
-    return std::make_unique<fake_client>(name, Devices);
+    return std::make_unique<fake_client>(name, Devices, How == behaviour::null_device);
   }
 };
 

@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -422,10 +423,12 @@ struct failing_device final : devtap::device {
     return std::make_unique<devtap::detail::host_ring_allocation>(capacity);
   }
   void after_pending_work(std::function<void()> fn) override {
+    if (refuse) throw std::runtime_error("device lost");  // cannot queue it (as bad_alloc would)
     if (fail.exchange(false)) note_work_failure("failing:0: waiting for pending work: a kernel faulted");
     run_pending_work_callback(fn);
   }
   std::atomic<bool> fail{false};
+  std::atomic<bool> refuse{false};
 };
 }  // namespace
 
@@ -533,4 +536,52 @@ TEST_CASE("a device whose stream stopped early still reports its failed work") {
     CHECK_THAT(e.what(), Catch::Contains("[failing:0] (stream): malformed record"));
     CHECK_THAT(e.what(), Catch::Contains("[failing:0] (device work): failing:0: waiting for pending work: a kernel faulted"));
   }
+}
+
+TEST_CASE("a device that cannot queue close()'s callback: its stream ends without waiting, reported; the device stays usable") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::captured_log log;
+  failing_device dev;
+  std::atomic<int> got{0};
+  {
+    devtap::receiver rx({.devices = {&dev}, .name = "refused"});
+    auto point = rx.attach<int>([&](const int&) { ++got; });
+    for (int i = 0; i < 10; ++i) rx.outfeed(dev).tap(point, i);
+    dev.refuse = true;
+    // Before, the throw escaped close() after it had claimed the close: the reader ran on, nothing
+    // was reported again, and the device kept this receiver attached for good.
+    CHECK_THROWS_WITH(rx.close(), Catch::Contains("[failing:0] (device work): could not wait for its pending work (device "
+                                                  "lost): its stream was ended before that work"));
+    CHECK(got == 10);
+    CHECK_NOTHROW(rx.close());  // closed once
+    dev.refuse = false;
+  }
+  const auto errors = log.errors();
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "receiver 'refused': device 'failing:0' could not queue a callback behind its work (device lost): "
+                     "not waited for");
+  devtap::receiver next({.devices = {&dev}, .name = "next"});
+  auto point = next.attach<int>([&](const int&) { ++got; });
+  next.outfeed(dev).tap(point, 1);
+  CHECK_NOTHROW(next.close());
+  CHECK(got == 11);
+}
+
+TEST_CASE("a receiver destroyed from its consumer while its device cannot queue a callback does not terminate") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::quiet_log quiet;
+  failing_device dev;
+  std::atomic<bool> destroyed{false};
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {&dev}});
+  auto point = rx->attach<int>([&](const int&) {
+    dev.refuse = true;
+    rx.reset();  // abandoned: kept alive for the device's work, which cannot say when it is done
+    destroyed = true;
+  });
+  const devtap::outfeed out = rx->outfeed(dev);
+  out.tap(point, 1);
+  CHECK(devtap_test::eventually([&] { return destroyed.load(); }, 10s));
+  dev.refuse = false;
+  devtap::receiver next({.devices = {&dev}});  // the device was detached
+  CHECK_NOTHROW(next.close());
 }

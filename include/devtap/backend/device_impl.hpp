@@ -5,6 +5,7 @@
 #include <devtap/ring/memory.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -38,6 +39,15 @@ inline std::pair<std::mutex, std::vector<std::shared_ptr<ring_allocation>>>& orp
 }  // namespace detail
 
 DEVTAP_FUNC device::~device() {
+  // A receiver still drains this device and will call it: nothing can be done safely any more (its
+  // backend's part is gone). A client must close them first (close_attached_receiver).
+  if (attached_.load(std::memory_order_acquire) != nullptr) {
+    log(log_level::error,
+        "device '{}' destroyed while a receiver still drains it: its client must close that receiver first "
+        "(device::close_attached_receiver(), as cpu_client's destructor does); aborting",
+        name_);
+    std::abort();
+  }
   // Such a thread leaves with an error (the ring is closed) and must still find the ring: it is
   // kept until it is not pinned any more (this happens only when a client goes while still in use).
   auto& [mutex, orphans] = detail::orphaned_rings();

@@ -21,13 +21,22 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
+/** Whether a backend name can be written in DEVTAP_PLATFORMS, which splits at commas and trims
+ *  white space: non-empty, without either, nor control characters. */
+constexpr bool listable_backend_name(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name)
+    if (c == ',' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
+  return true;
+}
+
 // One concept per member, so a malformed policy gets one message naming what is wrong.
 // The std::bool_constant requirements insist the member is a compile-time constant.
 template <class B>
 concept policy_has_name = requires {
   { B::name } -> std::convertible_to<std::string_view>;
-  typename std::bool_constant<(std::string_view(B::name).size() > 0)>;
-} && (std::string_view(B::name).size() > 0);
+  typename std::bool_constant<listable_backend_name(std::string_view(B::name))>;
+} && listable_backend_name(std::string_view(B::name));
 
 template <class B>
 concept policy_has_priority = requires {
@@ -46,7 +55,8 @@ concept policy_has_create = requires {
 
 }  // namespace detail
 
-/** A backend policy type: constant `name` (non-empty), `priority` (int), `required` (bool), and
+/** A backend policy type: constant `name` (non-empty; no white space, commas or control
+ * characters), `priority` (int), `required` (bool), and
  * a static `create()` returning a `std::unique_ptr` to a `devtap::client` (or derived). */
 template <class B>
 concept backend_policy = detail::policy_has_name<B> && detail::policy_has_priority<B> &&
@@ -58,7 +68,8 @@ template <class B>
 consteval bool check_backend_policy() {
   static_assert(detail::policy_has_name<B>,
                 "devtap backend policy: missing or invalid member `static constexpr std::string_view name` "
-                "(must be a non-empty compile-time constant)");
+                "(must be a non-empty compile-time constant without white space, commas or control characters: "
+                "DEVTAP_PLATFORMS lists names between commas)");
   static_assert(detail::policy_has_priority<B>,
                 "devtap backend policy: missing or invalid member `static constexpr int priority`");
   static_assert(detail::policy_has_required<B>,

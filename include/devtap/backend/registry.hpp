@@ -335,6 +335,8 @@ private:
     try {
       s.instance = entries_[index].create();
       if (!s.instance) s.error = "create() returned no client";
+      else if (const auto devs = s.instance->local_devices(); std::find(devs.begin(), devs.end(), nullptr) != devs.end())
+        throw backend_error("create() returned a client whose local_devices() holds a null device");
     } catch (const std::exception& e) {
       s.instance.reset();
       s.error = *e.what() ? e.what() : "unknown error";

@@ -289,11 +289,6 @@ void abandon(device_stream& stream);
  *  leave (one wait for all of them): a reader stuck in a consumer is let go after it. */
 inline constexpr std::chrono::milliseconds close_grace{100};
 
-/** Waits until the work submitted to each stream's device before the call has finished (its
- *  after_pending_work callback ran), or `deadline`; returns the devices still busy. */
-std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
-                                                      std::chrono::steady_clock::time_point deadline);
-
 }  // namespace detail
 DEVTAP_END_NAMESPACE
 

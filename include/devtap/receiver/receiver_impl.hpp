@@ -1,36 +1,11 @@
 #pragma once
 // The definitions of receiver's type-independent members (declared in receiver.hpp): included by
 // receiver.hpp when header-only, compiled once into the library in compiled mode.
+#include <devtap/receiver/device_work.hpp>
 #include <devtap/receiver/receiver.hpp>
 
 DEVTAP_BEGIN_NAMESPACE
 
-namespace detail {
-DEVTAP_FUNC std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
-                                                      std::chrono::steady_clock::time_point deadline) {
-  struct pending_work {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::vector<char> done;
-  };
-  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
-  work->done.assign(streams.size(), 0);
-  for (std::size_t i = 0; i < streams.size(); ++i)
-    streams[i]->dev->after_pending_work([work, i] {
-      {
-        std::lock_guard lock(work->mutex);
-        work->done[i] = 1;
-      }
-      work->cv.notify_all();
-    });
-  std::vector<std::string> busy;
-  std::unique_lock lock(work->mutex);
-  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
-  for (std::size_t i = 0; i < work->done.size(); ++i)
-    if (!work->done[i]) busy.push_back(streams[i]->device_name);
-  return busy;
-}
-}  // namespace detail
 
 DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shared<detail::receiver_state>()) {
   state_->name = options.name.empty() ? std::string("receiver") : options.name;
@@ -79,7 +54,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
       detail::close_ring(stream.ring->host, detail::ring_ending);
       stream.dev->detach(&stream.out);
       stream.dev->retire_ring(stream.ring);
-      stream.dev->after_pending_work([keep = state_] {});
+      (void)detail::post_after_pending_work(*stream.dev, [keep = state_] {}, state_);
     }
     state_->sinks.clear();  // now, not with the state: files this receiver made go before it throws
   };
@@ -190,21 +165,26 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
   for (auto& stream : state.streams) {
     detail::device_stream* s = stream.get();
+    std::function<void()> end_after_work;  // run on the device once its pending work is done
     if (s->ring->host_can_produce)
-      s->dev->after_pending_work([keep, s] {
+      end_after_work = [keep, s] {
         s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
         keep->mark_done(s->work_done);  // before the end the reader sees
         detail::write_end_marker(s->ring->host);
         s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
-      });
+      };
     else
-      s->dev->after_pending_work([keep, s] {
+      end_after_work = [keep, s] {
         s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
         keep->mark_done(s->work_done);
         detail::close_ring(s->ring->host, detail::ring_ending);
         s->device_done.store(true, std::memory_order_seq_cst);
         detail::wake_reader(s->ring->host);
-      });
+      };
+    // A device that cannot queue it (out of memory, a user backend's error) is ended here and now:
+    // close() must still reach the joins, detaches and reports below.
+    if (std::string why = detail::post_after_pending_work(*s->dev, std::move(end_after_work), keep); !why.empty())
+      detail::end_stream_without_waiting(state, *s, why);
   }
   const auto deadline = detail::deadline_after(state.options.close_timeout);
   {
@@ -343,7 +323,7 @@ DEVTAP_FUNC void detail::abandon_receiver(const std::shared_ptr<receiver_state>&
     stream->dev->retire_ring(stream->ring);
     // Work already running on the device may still be inside a tap or a call that reads this
     // stream: the state lives until that work is done, as close() keeps it.
-    stream->dev->after_pending_work([keep = state] {});
+    (void)detail::post_after_pending_work(*stream->dev, [keep = state] {}, state);
     // Also the calling reader's own thread (destroyed from a consumer): it then frees the state
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();

@@ -1,0 +1,93 @@
+#pragma once
+/** What a receiver asks of its devices' work queues: a callback once the work submitted so far has
+ *  finished (device::after_pending_work), and what it does when a device cannot take one. */
+#include <devtap/backend/device.hpp>
+#include <devtap/log.hpp>
+#include <devtap/receiver/reader.hpp>
+#include <devtap/ring/close.hpp>
+#include <devtap/ring/wake.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** Receivers kept for good: a device that could not queue a callback cannot say when its work,
+ *  which may still use the receiver (a tap, a call), is done. Reachable, so not a leak. */
+inline void keep_for_good(std::shared_ptr<receiver_state> state) noexcept {
+  static auto* const kept = new std::pair<std::mutex, std::vector<std::shared_ptr<receiver_state>>>();
+  try {
+    std::lock_guard lock(kept->first);
+    kept->second.push_back(std::move(state));
+  } catch (...) {  // out of memory again: `state` goes with this frame, as it would have without us
+  }
+}
+
+/** dev.after_pending_work(fn), for a device that may fail to take `fn` (out of memory, a user
+ *  backend's error): `fn` is then dropped, `keep` kept for good, the failure logged and returned
+ *  (empty: queued). The receiver's close(), destructor and constructor must go on either way. */
+inline std::string post_after_pending_work(device& dev, std::function<void()> fn, const std::shared_ptr<receiver_state>& keep) noexcept {
+  std::string why;
+  try {
+    dev.after_pending_work(std::move(fn));
+    return why;
+  } catch (const std::exception& e) {
+    why = e.what();
+  } catch (...) {
+  }
+  if (why.empty()) why = "unknown error";
+  keep_for_good(keep);
+  log(log_level::error, "receiver '{}': device '{}' could not queue a callback behind its work ({}): not waited for",
+      keep->name, dev.name(), why);
+  return why;
+}
+
+/** Ends a stream without waiting for its device's work (which could not be waited for: `why`): as a
+ *  device whose producers cannot write an end marker does, so close() never blocks here. */
+inline void end_stream_without_waiting(receiver_state& state, device_stream& stream, const std::string& why) {
+  stream.work_failure = "could not wait for its pending work (" + why + "): its stream was ended before that work";
+  state.mark_done(stream.work_done);
+  close_ring(stream.ring->host, ring_ending);
+  stream.device_done.store(true, std::memory_order_seq_cst);  // partner: the reader's seq_cst loads
+  wake_reader(stream.ring->host);
+}
+
+/** Waits until the work submitted to each stream's device before the call has finished (its
+ *  after_pending_work callback ran), or `deadline`; returns the devices still busy. A device that
+ *  cannot queue the callback throws that error from here (barrier()). */
+inline std::vector<std::string> wait_for_pending_work(const std::vector<std::unique_ptr<device_stream>>& streams,
+                                                      std::chrono::steady_clock::time_point deadline) {
+  struct pending_work {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<char> done;
+  };
+  auto work = std::make_shared<pending_work>();  // shared: a late callback outlives a timed-out wait
+  work->done.assign(streams.size(), 0);
+  for (std::size_t i = 0; i < streams.size(); ++i)
+    streams[i]->dev->after_pending_work([work, i] {
+      {
+        std::lock_guard lock(work->mutex);
+        work->done[i] = 1;
+      }
+      work->cv.notify_all();
+    });
+  std::vector<std::string> busy;
+  std::unique_lock lock(work->mutex);
+  work->cv.wait_until(lock, deadline, [&] { return std::find(work->done.begin(), work->done.end(), 0) == work->done.end(); });
+  for (std::size_t i = 0; i < work->done.size(); ++i)
+    if (!work->done[i]) busy.push_back(streams[i]->device_name);
+  return busy;
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
