@@ -51,11 +51,13 @@ inline std::string post_after_pending_work(device& dev, std::function<void()> fn
   return why;
 }
 
-/** Ends a stream without waiting for its device's work (which could not be waited for: `why`): as a
- *  device whose producers cannot write an end marker does, so close() never blocks here. */
+/** Ends a stream without waiting for its device's work (which could not be waited for: `why`), and
+ *  without blocking close(): with an end marker where one fits now (behind the records claimed
+ *  before it, which the reader still waits for), else as a device whose producers cannot write one. */
 inline void end_stream_without_waiting(receiver_state& state, device_stream& stream, const std::string& why) {
   stream.work_failure = "could not wait for its pending work (" + why + "): its stream was ended before that work";
   state.mark_done(stream.work_done);
+  if (stream.ring->host_can_produce && write_end_marker(stream.ring->host, overflow_policy::drop)) return;
   close_ring(stream.ring->host, ring_ending);
   stream.device_done.store(true, std::memory_order_seq_cst);  // partner: the reader's seq_cst loads
   wake_reader(stream.ring->host);

@@ -24,12 +24,12 @@ inline void close_ring(const ring_view& ring, std::uint32_t state) noexcept {
 
 /** Writes the end-of-stream record (consumer id end_of_stream_id) of a host-produced ring, after
  *  marking it ring_ending: a claim made after this one sees the mark (try_claim's acq_rel CAS) and
- *  aborts. Waits for space unless the reader has gone; false if it had. */
-inline bool write_end_marker(const ring_view& ring) {
+ *  aborts. Waits for space unless the reader has gone (`policy` block) or not at all (drop); false
+ *  if it could not write it. */
+inline bool write_end_marker(const ring_view& ring, overflow_policy policy = overflow_policy::block) {
   close_ring(ring, ring_ending);
   std::uint64_t pos;
-  if (claim<host_atomics, host_wait>(ring, record_bytes(0), overflow_policy::block, pos, ring_reader_gone) !=
-      claim_status::claimed)
+  if (claim<host_atomics, host_wait>(ring, record_bytes(0), policy, pos, ring_reader_gone) != claim_status::claimed)
     return false;
   commit<host_atomics>(ring, pos, end_of_stream_id, 0, 0);
   return true;
