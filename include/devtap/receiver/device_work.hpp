@@ -24,8 +24,8 @@ namespace detail {
 /** Receivers kept for good: a device that could not queue a callback cannot say when its work,
  *  which may still use the receiver (a tap, a call), is done. Reachable, so not a leak. */
 inline void keep_for_good(std::shared_ptr<receiver_state> state) noexcept {
-  static auto* const kept = new std::pair<std::mutex, std::vector<std::shared_ptr<receiver_state>>>();
   try {
+    static auto* const kept = new std::pair<std::mutex, std::vector<std::shared_ptr<receiver_state>>>();
     std::lock_guard lock(kept->first);
     kept->second.push_back(std::move(state));
   } catch (...) {  // out of memory again: `state` goes with this frame, as it would have without us
@@ -36,26 +36,35 @@ inline void keep_for_good(std::shared_ptr<receiver_state> state) noexcept {
  *  backend's error): `fn` is then dropped, `keep` kept for good, the failure logged and returned
  *  (empty: queued). The receiver's close(), destructor and constructor must go on either way. */
 inline std::string post_after_pending_work(device& dev, std::function<void()> fn, const std::shared_ptr<receiver_state>& keep) noexcept {
-  std::string why;
+  std::string why;  // (every step below may fail to allocate in turn: each is optional)
   try {
     dev.after_pending_work(std::move(fn));
     return why;
   } catch (const std::exception& e) {
-    why = e.what();
+    try {
+      why = e.what();
+    } catch (...) {
+    }
   } catch (...) {
   }
-  if (why.empty()) why = "unknown error";
+  if (why.empty()) why = "unknown error";  // (short: no allocation)
   keep_for_good(keep);
-  log(log_level::error, "receiver '{}': device '{}' could not queue a callback behind its work ({}): not waited for",
-      keep->name, dev.name(), why);
+  try {
+    log(log_level::error, "receiver '{}': device '{}' could not queue a callback behind its work ({}): not waited for",
+        keep->name, dev.name(), why);
+  } catch (...) {
+  }
   return why;
 }
 
 /** Ends a stream without waiting for its device's work (which could not be waited for: `why`), and
  *  without blocking close(): with an end marker where one fits now (behind the records claimed
  *  before it, which the reader still waits for), else as a device whose producers cannot write one. */
-inline void end_stream_without_waiting(receiver_state& state, device_stream& stream, const std::string& why) {
-  stream.work_failure = "could not wait for its pending work (" + why + "): its stream was ended before that work";
+inline void end_stream_without_waiting(receiver_state& state, device_stream& stream, const std::string& why) noexcept {
+  try {  // (the report's text only: the stream ends without it too)
+    stream.work_failure = "could not wait for its pending work (" + why + "): its stream was ended before that work";
+  } catch (...) {
+  }
   state.mark_done(stream.work_done);
   if (stream.ring->host_can_produce && write_end_marker(stream.ring->host, overflow_policy::drop)) return;
   close_ring(stream.ring->host, ring_ending);

@@ -71,11 +71,12 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     reader_.publish();
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {
-      if (reader_.peek(std::memory_order_seq_cst).kind == record_kind::empty) {
+      if (reader_.peek(std::memory_order_seq_cst).kind != record_kind::empty) continue;
+      // Unless a host producer that claimed before the ring closed still writes (close() did not wait for its device).
+      if (!stream_.ring->host_can_produce || stream_.ring->claimed_position(std::chrono::steady_clock::now()) == reader_.position()) {
         end_stream();
         return;
       }
-      continue;
     }
     if (stop.stop_requested()) {  // abandoned at a close() timeout, with the ring empty
       count_lost();
@@ -360,8 +361,7 @@ DEVTAP_FUNC void device_reader::count_lost() {
 
 /** What was wrong with a malformed record, for the report. */
 DEVTAP_FUNC std::string describe_malformed(const record_ref& rec) {
-  if (rec.stamp_kind != stamp_record && rec.stamp_kind != stamp_discard)
-    return "stamp of unknown kind " + std::to_string(rec.stamp_kind);
+  if (rec.stamp_kind != stamp_record && rec.stamp_kind != stamp_discard) return "stamp of unknown kind " + std::to_string(rec.stamp_kind);
   const std::string what = rec.stamp_kind == stamp_record ? "record" : "discarded claim";
   if (rec.bytes != 0) return what + " whose header does not fit in the " + std::to_string(rec.bytes) + " bytes before the ring's end";
   return what + " of length " + std::to_string(rec.length);

@@ -70,17 +70,22 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     give_up();
     throw;
   }
-  for (auto& stream : state_->streams) {
-    stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
-    stream->reader_id = stream->thread.get_id();
-  }
-  {
+  try {  // a thread that cannot start (EAGAIN), a list that cannot grow: no device stays attached
+    for (auto& stream : state_->streams) {
+      stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
+      stream->reader_id = stream->thread.get_id();
+    }
     auto& list = detail::open_receivers();
     std::lock_guard lock(list.mutex);
     if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
     detail::close_receivers_draining.store(&detail::close_open_receivers_draining, std::memory_order_release);
     detail::consumer_of_receiver_draining.store(&detail::consumer_of_open_receiver_draining, std::memory_order_release);
     list.open.push_back(state_);
+  } catch (...) {
+    for (auto& stream : state_->streams)
+      if (stream->thread.joinable()) detail::abandon(*stream), stream->thread.join();
+    give_up();
+    throw;
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
       state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
@@ -154,6 +159,30 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   }
   if (state.closed.load(std::memory_order_relaxed)) return;
   refuse_inside(state, "close()", true);
+  // What may fail to allocate comes before the claim: once claimed, every stream must reach its end.
+  const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
+  std::vector<std::function<void()>> ends_after_work;  // each run on its device once its pending work is done
+  ends_after_work.reserve(state.streams.size());
+  for (auto& stream : state.streams) {
+    detail::device_stream* s = stream.get();
+    if (s->ring->host_can_produce)
+      ends_after_work.emplace_back([keep, s] {
+        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
+        keep->mark_done(s->work_done);  // before the end the reader sees
+        detail::write_end_marker(s->ring->host);
+        s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
+      });
+    else
+      ends_after_work.emplace_back([keep, s] {
+        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
+        keep->mark_done(s->work_done);
+        detail::close_ring(s->ring->host, detail::ring_ending);
+        s->device_done.store(true, std::memory_order_seq_cst);
+        detail::wake_reader(s->ring->host);
+      });
+  }
+  std::vector<std::string> stuck;
+  stuck.reserve(state.streams.size());
   // Claimed at once, not only checked: a receiver destroyed from its consumer (abandon) or closed
   // by another thread (close_open_receivers, without this receiver) must not be closed twice.
   if (!state.close_once()) return;
@@ -162,30 +191,11 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     ~closing_here() { state.closing_thread.store(std::thread::id(), std::memory_order_relaxed); }
   } const mark_closing{state};
   state.closing_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
-  for (auto& stream : state.streams) {
-    detail::device_stream* s = stream.get();
-    std::function<void()> end_after_work;  // run on the device once its pending work is done
-    if (s->ring->host_can_produce)
-      end_after_work = [keep, s] {
-        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
-        keep->mark_done(s->work_done);  // before the end the reader sees
-        detail::write_end_marker(s->ring->host);
-        s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
-      };
-    else
-      end_after_work = [keep, s] {
-        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
-        keep->mark_done(s->work_done);
-        detail::close_ring(s->ring->host, detail::ring_ending);
-        s->device_done.store(true, std::memory_order_seq_cst);
-        detail::wake_reader(s->ring->host);
-      };
+  for (std::size_t i = 0; i < state.streams.size(); ++i)
     // A device that cannot queue it (out of memory, a user backend's error) is ended here and now:
     // close() must still reach the joins, detaches and reports below.
-    if (std::string why = detail::post_after_pending_work(*s->dev, std::move(end_after_work), keep); !why.empty())
-      detail::end_stream_without_waiting(state, *s, why);
-  }
+    if (std::string why = detail::post_after_pending_work(*state.streams[i]->dev, std::move(ends_after_work[i]), keep); !why.empty())
+      detail::end_stream_without_waiting(state, *state.streams[i], why);
   const auto deadline = detail::deadline_after(state.options.close_timeout);
   {
     std::unique_lock lock(state.done_mutex);
@@ -195,7 +205,6 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
       });
     });
   }
-  std::vector<std::string> stuck;
   for (auto& stream : state.streams) {
     stream->work_done_in_time = stream->work_done.load(std::memory_order_acquire);
     if (stream->finished.load(std::memory_order_acquire)) {
