@@ -1,15 +1,19 @@
 #pragma once
-/** What a receiver asks of its devices' work queues: a callback once the work submitted so far has
- *  finished (device::after_pending_work), and what it does when a device cannot take one. */
+/** What a receiver asks of its devices: a ring (device::allocate_ring), checked; a callback once the
+ *  work submitted so far has finished (device::after_pending_work), and what it does when a device
+ *  cannot take one. */
 #include <devtap/backend/device.hpp>
+#include <devtap/errors.hpp>
 #include <devtap/log.hpp>
 #include <devtap/receiver/reader.hpp>
 #include <devtap/ring/close.hpp>
+#include <devtap/ring/memory.hpp>
 #include <devtap/ring/wake.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -20,6 +24,28 @@
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
+
+/** dev.allocate_ring(capacity), checked: a device's error, or a ring that is not what was asked
+ *  for (none, another capacity, a view without memory), is an outfeed_error naming both. */
+inline std::unique_ptr<ring_allocation> allocate_checked_ring(device& dev, std::uint64_t capacity, const std::string& receiver_name,
+                                                             const std::string& device_name) {
+  const std::string where = "devtap: receiver '" + receiver_name + "': device '" + device_name + "': allocate_ring(" +
+                            std::to_string(capacity) + ") ";
+  std::unique_ptr<ring_allocation> ring;
+  try {
+    ring = dev.allocate_ring(capacity);
+  } catch (const std::exception& e) {
+    throw outfeed_error(where + "failed: " + e.what());
+  }
+  const auto complete = [capacity](const ring_view& v) {
+    return v.producer != nullptr && v.consumer != nullptr && v.data != nullptr && v.capacity == capacity;
+  };
+  if (!ring) throw outfeed_error(where + "returned no ring");
+  if (!complete(ring->host) || !complete(ring->producer))
+    throw outfeed_error(where + "returned a ring that is not one of " + std::to_string(capacity) +
+                        " bytes (a view without memory, or another capacity)");
+  return ring;
+}
 
 /** Receivers kept for good: a device that could not queue a callback cannot say when its work,
  *  which may still use the receiver (a tap, a call), is done. Reachable, so not a leak. */
@@ -61,6 +87,7 @@ inline std::string post_after_pending_work(device& dev, std::function<void()> fn
  *  without blocking close(): with an end marker where one fits now (behind the records claimed
  *  before it, which the reader still waits for), else as a device whose producers cannot write one. */
 inline void end_stream_without_waiting(receiver_state& state, device_stream& stream, const std::string& why) noexcept {
+  if (stream.ended_by_close.exchange(true, std::memory_order_acq_rel)) return;  // the device ran the callback and then threw
   try {  // (the report's text only: the stream ends without it too)
     stream.work_failure = "could not wait for its pending work (" + why + "): its stream was ended before that work";
   } catch (...) {

@@ -68,6 +68,7 @@ struct device_stream {
   // `work_failure` is written (before the end marker, so a reader that saw the end implies it);
   // close() waits for it as for `finished`: a reader whose stream failed finishes before it.
   std::atomic<bool> work_done{false};
+  std::atomic<bool> ended_by_close{false};  // close()'s end ran (once, whatever a device does with it)
   bool work_done_in_time = false;  // close()'s one look at work_done past its wait: all it reports agrees
   // Written by the reader before `finished`; read by close() after it.
   std::string failure;

@@ -30,14 +30,15 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     stream->dev = devs[i];
     stream->index = i;
     stream->device_name = names[i];
-    stream->ring = devs[i]->allocate_ring(capacity);
+    stream->ring = detail::allocate_checked_ring(*devs[i], capacity, state_->name, names[i]);
     (void)devs[i]->work_failure_since(stream->work_failures_seen);  // only later failures are this receiver's
     if (state_->options.timestamps) stream->ring->calibrate_clock();  // a GPU's clock against the host's
     // The ring's copy of the name, not the stream's or the device's: a tap that fails after the
     // receiver, or the device's client, is gone still names it.
     stream->ring->device_name = names[i];
     stream->out = devtap::outfeed(stream->ring->producer, state_->options.overflow, stream->ring->device_name.c_str(),
-                                  stream->ring->host_can_produce, state_->id, state_->options.timestamps);
+                                  stream->ring->host_can_produce && devs[i]->host_can_tap(), state_->id,
+                                  state_->options.timestamps);
     state_->streams.push_back(std::move(stream));
   }
   // Attached in one order for every receiver (the devices' addresses): of two receivers opened at
@@ -85,7 +86,11 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
     for (auto& stream : state_->streams)
       if (stream->thread.joinable()) detail::abandon(*stream), stream->thread.join();
     give_up();
-    throw;
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      throw outfeed_error("devtap: receiver '" + state_->name + "' could not start its readers: " + e.what());
+    }
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
       state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
@@ -167,6 +172,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     detail::device_stream* s = stream.get();
     if (s->ring->host_can_produce)
       ends_after_work.emplace_back([keep, s] {
+        if (s->ended_by_close.exchange(true, std::memory_order_acq_rel)) return;  // (a device that calls it twice)
         s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
         keep->mark_done(s->work_done);  // before the end the reader sees
         detail::write_end_marker(s->ring->host);
@@ -174,6 +180,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
       });
     else
       ends_after_work.emplace_back([keep, s] {
+        if (s->ended_by_close.exchange(true, std::memory_order_acq_rel)) return;
         s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
         keep->mark_done(s->work_done);
         detail::close_ring(s->ring->host, detail::ring_ending);
