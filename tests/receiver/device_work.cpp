@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,7 +22,22 @@ using namespace std::chrono_literals;
 
 namespace {
 
-enum class bad_ring { none, null, throws, smaller, zero, no_memory };
+enum class bad_ring { none, null, throws, smaller, zero, no_memory, device_only };
+
+// A ring only the device produces into, shaped like a CUDA one: the host's view has no producer side.
+struct device_only_ring final : devtap::detail::ring_allocation {
+  explicit device_only_ring(std::uint64_t capacity) : memory(capacity) {
+    producer = memory.producer;
+    host = memory.host;
+    host.producer = nullptr;
+    host_can_produce = false;
+    producers_wake_reader = false;
+  }
+  std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point) const override {
+    return std::atomic_ref<std::uint64_t>(memory.host.producer->tail).load(std::memory_order_acquire);
+  }
+  devtap::detail::host_ring_allocation memory;
+};
 
 struct own_device final : devtap::device {
   explicit own_device(int id = 0) : device(id, "own", "own:" + std::to_string(id), 0) {}
@@ -40,6 +56,7 @@ struct own_device final : devtap::device {
         r->producer.data = nullptr;
         return r;
       }
+      case bad_ring::device_only: return std::make_unique<device_only_ring>(capacity);
       case bad_ring::none: break;
     }
     return std::make_unique<devtap::detail::host_ring_allocation>(capacity);
@@ -108,6 +125,17 @@ TEST_CASE("a device whose host_can_tap() is false refuses host taps") {
   own_device dev;
   dev.tappable = false;
   devtap::receiver rx({.devices = {&dev}});
+  auto point = rx.attach<int>([](const int&) {});
+  CHECK_THROWS_AS(rx.outfeed(dev).tap(point, 1), devtap::outfeed_error);
+  CHECK_NOTHROW(rx.close());
+}
+
+TEST_CASE("a ring whose host view has no producer side, as a CUDA ring's, is accepted; host taps are refused") {
+  // (review: the check of allocate_ring's ring refused every CUDA ring)
+  devtap_test::watchdog dog(60s);
+  own_device dev;
+  dev.ring = bad_ring::device_only;
+  devtap::receiver rx({.devices = {&dev}, .name = "gpu-like"});
   auto point = rx.attach<int>([](const int&) {});
   CHECK_THROWS_AS(rx.outfeed(dev).tap(point, 1), devtap::outfeed_error);
   CHECK_NOTHROW(rx.close());

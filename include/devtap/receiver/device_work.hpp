@@ -37,11 +37,12 @@ inline std::unique_ptr<ring_allocation> allocate_checked_ring(device& dev, std::
   } catch (const std::exception& e) {
     throw outfeed_error(where + "failed: " + e.what());
   }
-  const auto complete = [capacity](const ring_view& v) {
-    return v.producer != nullptr && v.consumer != nullptr && v.data != nullptr && v.capacity == capacity;
+  // (The host's view of a ring only devices produce into, a CUDA one, has no producer side.)
+  const auto complete = [capacity](const ring_view& v, bool needs_producer) {
+    return (v.producer != nullptr || !needs_producer) && v.consumer != nullptr && v.data != nullptr && v.capacity == capacity;
   };
   if (!ring) throw outfeed_error(where + "returned no ring");
-  if (!complete(ring->host) || !complete(ring->producer))
+  if (!complete(ring->host, ring->host_can_produce) || !complete(ring->producer, true))
     throw outfeed_error(where + "returned a ring that is not one of " + std::to_string(capacity) +
                         " bytes (a view without memory, or another capacity)");
   return ring;

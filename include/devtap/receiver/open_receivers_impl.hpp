@@ -26,14 +26,14 @@ inline bool drains_device(const receiver_state& state, const device* dev) {  // 
 DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here) : state(std::move(closed_here)) {
   auto& list = open_receivers();
   std::lock_guard lock(list.mutex);
+  list.closing.push_back({state, std::this_thread::get_id()});  // first: if it cannot grow, the state stays open
   std::erase(list.open, state);
-  list.closing.push_back({state, std::this_thread::get_id()});
 }
 
 DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here, const std::unique_lock<std::mutex>&)
     : state(std::move(closed_here)) {  // (the list's lock held)
-  std::erase(open_receivers().open, state);
   open_receivers().closing.push_back({state, std::this_thread::get_id()});
+  std::erase(open_receivers().open, state);
 }
 
 DEVTAP_FUNC detail::closing_mark::~closing_mark() {

@@ -190,6 +190,16 @@ private:
   void pause_after_catching_up(std::chrono::steady_clock::time_point since) const;
   // A snapshot of the consumer table, refreshed when attach() changed it.
   bool refresh_table();
+  // Whether every claim in a host-produced ring was read: one made before the ring closed may still
+  // be being written when its device was not waited for (end_stream_without_waiting). A tail that
+  // cannot be read: no, and close()'s give-up settles it (count_lost).
+  bool all_claims_read() const noexcept {
+    try {
+      return stream_.ring->claimed_position(std::chrono::steady_clock::now()) == reader_.position();
+    } catch (...) {
+      return false;
+    }
+  }
 
   consumer_entry* lookup(std::uint32_t id) {
     id &= ~call_id_flag;  // a handler's calls carry the flag; its table index does not

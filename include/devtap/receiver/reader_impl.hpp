@@ -72,11 +72,11 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {
       if (reader_.peek(std::memory_order_seq_cst).kind != record_kind::empty) continue;
-      // Unless a host producer that claimed before the ring closed still writes (close() did not wait for its device).
-      if (!stream_.ring->host_can_produce || stream_.ring->claimed_position(std::chrono::steady_clock::now()) == reader_.position()) {
+      if (!stream_.ring->host_can_produce || all_claims_read()) {
         end_stream();
         return;
       }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // it is committed soon, or close() gives up
     }
     if (stop.stop_requested()) {  // abandoned at a close() timeout, with the ring empty
       count_lost();

@@ -164,8 +164,8 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   }
   if (state.closed.load(std::memory_order_relaxed)) return;
   refuse_inside(state, "close()", true);
-  // What may fail to allocate comes before the claim: once claimed, every stream must reach its end.
-  const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
+  // What may fail to allocate comes before the mark and the claim: once claimed, every stream must
+  // reach its end; before, a receiver close() could not claim stays open (on the open list).
   std::vector<std::function<void()>> ends_after_work;  // each run on its device once its pending work is done
   ends_after_work.reserve(state.streams.size());
   for (auto& stream : state.streams) {
@@ -190,6 +190,7 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   }
   std::vector<std::string> stuck;
   stuck.reserve(state.streams.size());
+  const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
   // Claimed at once, not only checked: a receiver destroyed from its consumer (abandon) or closed
   // by another thread (close_open_receivers, without this receiver) must not be closed twice.
   if (!state.close_once()) return;
