@@ -84,6 +84,15 @@ inline std::string post_after_pending_work(device& dev, std::function<void()> fn
   return why;
 }
 
+/** Ends a stream without an end marker (a ring the host does not produce into, as a CUDA device's;
+ *  or one with no room for it): the reader ends it once the ring is empty and, where the host
+ *  produces, every claim made before this was read. */
+inline void end_without_marker(device_stream& stream) noexcept {
+  close_ring(stream.ring->host, ring_ending);
+  stream.device_done.store(true, std::memory_order_seq_cst);  // partner: the reader's seq_cst loads
+  wake_reader(stream.ring->host);
+}
+
 /** Ends a stream without waiting for its device's work (which could not be waited for: `why`), and
  *  without blocking close(): with an end marker where one fits now (behind the records claimed
  *  before it, which the reader still waits for), else as a device whose producers cannot write one. */
@@ -95,9 +104,7 @@ inline void end_stream_without_waiting(receiver_state& state, device_stream& str
   }
   state.mark_done(stream.work_done);
   if (stream.ring->host_can_produce && write_end_marker(stream.ring->host, overflow_policy::drop)) return;
-  close_ring(stream.ring->host, ring_ending);
-  stream.device_done.store(true, std::memory_order_seq_cst);  // partner: the reader's seq_cst loads
-  wake_reader(stream.ring->host);
+  end_without_marker(stream);
 }
 
 /** Waits until the work submitted to each stream's device before the call has finished (its

@@ -168,26 +168,15 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   // reach its end; before, a receiver close() could not claim stays open (on the open list).
   std::vector<std::function<void()>> ends_after_work;  // each run on its device once its pending work is done
   ends_after_work.reserve(state.streams.size());
-  for (auto& stream : state.streams) {
-    detail::device_stream* s = stream.get();
-    if (s->ring->host_can_produce)
-      ends_after_work.emplace_back([keep, s] {
-        if (s->ended_by_close.exchange(true, std::memory_order_acq_rel)) return;  // (a device that calls it twice)
-        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
-        keep->mark_done(s->work_done);  // before the end the reader sees
-        detail::write_end_marker(s->ring->host);
-        s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
-      });
-    else
-      ends_after_work.emplace_back([keep, s] {
-        if (s->ended_by_close.exchange(true, std::memory_order_acq_rel)) return;
-        s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
-        keep->mark_done(s->work_done);
-        detail::close_ring(s->ring->host, detail::ring_ending);
-        s->device_done.store(true, std::memory_order_seq_cst);
-        detail::wake_reader(s->ring->host);
-      });
-  }
+  for (auto& stream : state.streams)
+    ends_after_work.emplace_back([keep, s = stream.get()] {
+      if (s->ended_by_close.exchange(true, std::memory_order_acq_rel)) return;  // (a device that calls it twice)
+      s->work_failure = s->dev->work_failure_since(s->work_failures_seen);
+      keep->mark_done(s->work_done);  // before the end the reader sees
+      if (!s->ring->host_can_produce) return detail::end_without_marker(*s);
+      detail::write_end_marker(s->ring->host);
+      s->dev->detach(&s->out);  // on the device's own executor: later work there sees no receiver
+    });
   std::vector<std::string> stuck;
   stuck.reserve(state.streams.size());
   const closing_mark still_closing(keep);  // (until close() returns: a client must not free the devices)
