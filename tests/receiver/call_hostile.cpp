@@ -1521,11 +1521,12 @@ TEST_CASE("hostile call: close() gives up on 32 devices stuck in handlers in one
   constexpr std::size_t devices = 32;
   devtap::cpu_client cpus(devices);
   std::atomic<bool> release{false};
-  std::atomic<std::size_t> stuck{0};
+  std::atomic<std::size_t> stuck{0}, left{0};
   auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = all(cpus), .close_timeout = 10ms});
   auto h = rx->serve<int, int>([&](const int& v) {
     ++stuck;
     while (!release) std::this_thread::sleep_for(1ms);
+    ++left;  // (the last this handler touches: the test waits for it before its locals go)
     return v;
   });
   std::vector<std::future<void>> work;
@@ -1544,6 +1545,8 @@ TEST_CASE("hostile call: close() gives up on 32 devices stuck in handlers in one
   release = true;
   for (auto& w : work) w.get();
   rx.reset();
+  // The readers close() gave up on are not joined: their handlers may still be looking at `release`.
+  while (left < devices) std::this_thread::sleep_for(1ms);
 }
 
 // errors.hpp: reentrant is "called from a handler or consumer of the same receiver"; a handler

@@ -556,8 +556,8 @@ TEST_CASE("a malformed record stops that device's stream only, reported with dev
 }
 
 TEST_CASE("close() with a device whose work never finishes returns within the timeout") {
+  std::atomic<bool> release{false};  // (before the client: the stuck work reads it until the client is gone)
   devtap::cpu_client cpus(2);
-  std::atomic<bool> release{false};
   auto* stuck = cpus.cpu_devices()[1];
   stuck->submit([&] {
     while (!release) std::this_thread::sleep_for(1ms);
@@ -848,10 +848,10 @@ TEST_CASE("a tap_point of a closed or another receiver is refused at the tap, ne
 }
 
 TEST_CASE("after a close() timeout no consumer is called again, and what the ring held is counted as lost") {
-  devtap::cpu_client cpus(1);
   auto calls = std::make_shared<std::atomic<int>>(0);  // owned by the consumer, which may outlive the test
   std::atomic<bool> stop_producing{false};
-  std::atomic<bool> release_device{false};
+  std::atomic<bool> release_device{false};  // (before the client: the device's work reads it until the client is gone)
+  devtap::cpu_client cpus(1);
   std::thread producer;
   auto logs = capture_errors();
   (void)cpus.cpu_devices()[0]->submit([&] {  // the end of the stream waits behind this: close() times out
