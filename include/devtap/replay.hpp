@@ -17,6 +17,7 @@
 #include <cstring>
 #include <tuple>
 #include <cstdint>
+#include <map>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -107,6 +108,9 @@ public:
     for (const auto& p : file_->points()) out.push_back(p.name);
     return out;
   }
+  /** The names a kernel's scope ids were given (receiver::name_scope), by id: a replayed
+   *  scope_event of a kernel carries only its id, as it did live. */
+  const std::map<std::uint32_t, std::string>& scope_names() const noexcept { return file_->scope_names(); }
 
 private:
   struct attached {

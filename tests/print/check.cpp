@@ -188,6 +188,31 @@ TEST_CASE("argument descriptors") {
   STATIC_REQUIRE(print_arg_check<int[2][2]>() == print_check::nested_array);
   STATIC_REQUIRE(print_arg_check<std::string>() == print_check::unsupported_type);
   STATIC_REQUIRE(print_arg_check<std::vector<int>>() == print_check::unsupported_type);
+  // volatile: a scalar is read once as a plain value; arrays and spans travel as raw bytes
+  STATIC_REQUIRE(print_arg_check<volatile int>() == print_check::ok);
+  STATIC_REQUIRE(print_arg_check<volatile int[2]>() == print_check::volatile_elements);
+  STATIC_REQUIRE(print_arg_check<std::array<volatile int, 2>>() == print_check::volatile_elements);
+  STATIC_REQUIRE(print_arg_check<volatile std::array<int, 2>>() == print_check::volatile_elements);
+  STATIC_REQUIRE(print_arg_check<std::span<volatile int>>() == print_check::volatile_elements);
+  STATIC_REQUIRE(print_arg_check<volatile std::string_view>() == print_check::volatile_elements);
+  // every std::nullptr_t is null: arrays and spans of them would send whatever bytes they hold
+  STATIC_REQUIRE(print_arg_check<std::nullptr_t>() == print_check::ok);
+  STATIC_REQUIRE(print_arg_check<std::nullptr_t[2]>() == print_check::null_elements);
+  STATIC_REQUIRE(print_arg_check<std::array<std::nullptr_t, 2>>() == print_check::null_elements);
+  STATIC_REQUIRE(print_arg_check<std::span<const std::nullptr_t>>() == print_check::null_elements);
+  // the record is built on the stack: 64 KiB of fixed-size arguments in all
+  STATIC_REQUIRE(print_arg_check<std::array<char, 1u << 16>>() == print_check::ok);
+  STATIC_REQUIRE(print_arg_check<std::array<char, (1u << 16) + 1>>() == print_check::too_long);
+  STATIC_REQUIRE(print_args_check<std::array<char, (1u << 16) - 16>, int, double>() == print_check::ok);
+  STATIC_REQUIRE(print_args_check<std::array<char, (1u << 16) - 15>, int, double>() == print_check::too_long);
+}
+
+constexpr char padded_format[12] = "step {}";  // NULs after the text
+constexpr char exact_format[8] = "step {}";
+TEST_CASE("a char-array format must end with its NUL right after its text") {
+  STATIC_REQUIRE(print_signature<padded_format, int>::check.code == print_check::unterminated_format);
+  STATIC_REQUIRE(print_signature<exact_format, int>::check.code == print_check::ok);
+  STATIC_REQUIRE(print_signature<"", int>::check.code != print_check::unterminated_format);  // (empty: unused_argument)
 }
 
 TEST_CASE("every verdict has its own message (the compile error and the host's error line)") {
@@ -199,7 +224,7 @@ TEST_CASE("every verdict has its own message (the compile error and the host's e
     CHECK(std::find(seen.begin(), seen.end(), text) == seen.end());
     seen.push_back(text);
   }
-  CHECK(seen.size() == 22);
+  CHECK(seen.size() == 25);
 }
 
 TEST_CASE("format ids are pinned (nvcc's device pass computes the same)") {

@@ -78,6 +78,17 @@ void cases(const devtap::printer& out) {
 #  else
   devtap::print<"{:{}}">(out, 1, 5.0);
 #  endif
+#elif defined(DEVTAP_PRINT_CASE_format_without_nul)
+  // A char array as the format: without its terminator it would lose its last character.
+  static constexpr char with_nul[4] = {'a', 'b', 'c', '\0'};
+  static constexpr char without_nul[3] = {'a', 'b', 'c'};
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<with_nul>(out);
+  (void)without_nul;
+#  else
+  devtap::print<without_nul>(out);
+  (void)with_nul;
+#  endif
 #else
 #  error "no DEVTAP_PRINT_CASE_ given"
 #endif

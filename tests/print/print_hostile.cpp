@@ -1422,27 +1422,116 @@ TEST_CASE("hostile: enums with char and bool underlying types print as numbers")
   CHECK(cap.lines[0] == "97 1");
 }
 
-// Rule: "At most 64 arguments; a fixed-size array has at most 4M elements." 4M = 4194304 elements
-// must be accepted by the checker (the verdict is a compile-time constant, read here at run time so
-// that a wrong verdict fails this test instead of the build).
-TEST_CASE("hostile: a fixed-size array of exactly 4M elements is accepted") {
+// Rule: "the fixed-size arguments of one print take at most 64 KiB in all" (its record is built on
+// the printing thread's stack). The verdicts are compile-time constants, read here at run time so
+// that a wrong verdict fails this test instead of the build.
+TEST_CASE("hostile: fixed-size arguments of 64 KiB in all are accepted, a byte more is refused") {
   using namespace devtap::detail;
-  constexpr print_check at_limit = print_signature<"{}", std::array<char, 4u << 20>>::check.code;
-  constexpr print_check below = print_signature<"{}", std::array<char, (4u << 20) - 1>>::check.code;
-  constexpr print_check above = print_signature<"{}", std::array<char, (4u << 20) + 1>>::check.code;
-  CHECK(below == print_check::ok);
-  CHECK(above == print_check::too_long);
+  constexpr print_check at_limit = print_signature<"{}", std::array<char, 1u << 16>>::check.code;
+  constexpr print_check above = print_signature<"{}", std::array<char, (1u << 16) + 1>>::check.code;
+  constexpr print_check doubles_at_limit = print_signature<"{}", std::array<double, 1u << 13>>::check.code;
+  constexpr print_check doubles_above = print_signature<"{}", double[(1u << 13) + 1]>::check.code;
+  // together: a scalar counts 8 bytes
+  constexpr print_check two_at_limit = print_signature<"{} {}", std::array<char, (1u << 16) - 8>, int>::check.code;
+  constexpr print_check two_above = print_signature<"{} {}", std::array<char, (1u << 16) - 7>, int>::check.code;
+  constexpr print_check with_span = print_signature<"{} {}", std::array<char, 1u << 16>, std::span<const int>>::check.code;
   CHECK(at_limit == print_check::ok);
-  // the descriptor's 22-bit extent field holds 4M as 0 (no array is empty): it decodes to 4M, and
-  // the extents below keep their encoding
-  constexpr std::uint32_t d = print_arg_desc<std::array<char, 4u << 20>>();
+  CHECK(above == print_check::too_long);
+  CHECK(doubles_at_limit == print_check::ok);
+  CHECK(doubles_above == print_check::too_long);
+  CHECK(two_at_limit == print_check::ok);
+  CHECK(two_above == print_check::too_long);
+  CHECK(with_span == print_check::ok);  // (a span travels after the record, from where it is)
+  // The wire's 22-bit extent field still holds up to 4M (a definition from a device is read with
+  // it), 4M as 0 (no array is empty): it decodes to 4M, and the extents below keep their encoding.
+  constexpr std::uint32_t d = print_desc(print_kind::u8, print_form::array, 4u << 20);
   CHECK(print_desc_valid(d));
   CHECK(desc_extent(d) == (4u << 20));
-  CHECK(desc_extent(print_arg_desc<std::array<char, (4u << 20) - 1>>()) == (4u << 20) - 1);
+  CHECK(desc_extent(print_desc(print_kind::u8, print_form::array, (4u << 20) - 1)) == (4u << 20) - 1);
   CHECK(desc_extent(print_arg_desc<double[2]>()) == 2);
   CHECK(print_compute_layout(&d, 1, nullptr).arg_bytes == (4u << 20));
   CHECK(desc_extent(print_desc(print_kind::i32, print_form::scalar)) == 0);
   CHECK(!print_desc_valid(print_desc(print_kind::i32, print_form::span, 0) | (1u << 10)));
+}
+
+TEST_CASE("hostile: a print of 64 KiB of fixed-size arguments from a cpu device's thread") {
+  // The record is built on the printing thread's stack: at the limit it must still fit there.
+  devtap::cpu_client cpus(1);
+  devtap_test::captured cap;
+  devtap::receiver rx({.devices = devtap_test::all(cpus), .budget_bytes = 1 << 20, .name = "big"});
+  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    static std::array<char, 1u << 16> text;  // (static: not on the test's stack either)
+    text.fill('x');
+    devtap::print<"{}">(devtap::printer(ctx, ch), text);
+    static std::array<std::int64_t, (1u << 13) - 1> numbers;
+    numbers.fill(-1);
+    devtap::print<"{} {}">(devtap::printer(ctx, ch), numbers, 7);
+  });
+  rx.close();
+  REQUIRE(cap.lines.size() == 2);
+  CHECK(cap.lines[0] == std::string(1u << 16, 'x'));
+  CHECK(cap.lines[1].size() == 1 + 4 * ((1u << 13) - 1) - 2 + 1 + 2);  // "[-1, -1, ..., -1] 7"
+  CHECK(cap.lines[1].substr(cap.lines[1].size() - 5) == "-1] 7");
+}
+
+TEST_CASE("hostile: volatile scalars print as their values") {
+  const auto p = devtap_test::print_on_one_device([](devtap::printer out) {
+    volatile int i = -7;
+    volatile double d = 2.5;
+    volatile bool b = true;
+    int target = 0;
+    int* volatile ptr = &target;
+    devtap::print<"{} {} {} {}">(out, i, d, b, ptr != nullptr);
+    const volatile std::uint8_t u = 200;
+    devtap::print<"{:#x}">(out, u);
+    devtap::print<"{} {} {}">(out, i, std::string_view("with a span"), d);  // (the span path skips the scalars)
+  });
+  REQUIRE(p.lines.size() == 3);
+  CHECK(p.lines[0] == "-7 2.5 true true");
+  CHECK(p.lines[1] == "0xc8");
+  CHECK(p.lines[2] == "-7 with a span 2.5");
+}
+
+// Two format texts whose 64-bit ids collide (FNV-1a; found by a Pollard-rho search): the host
+// cannot tell their records apart. Neither may print the other's text: from the moment the second
+// is known, records of either are error lines, counted in format_errors.
+#define DEVTAP_TEST_FORMAT_A "\306\030\315\277\132\222\355\147"
+#define DEVTAP_TEST_FORMAT_B "\163\026\361\031\130\070\027\232"
+TEST_CASE("hostile: two formats whose ids collide print error lines, never each other's text") {
+  using namespace devtap::detail;
+  STATIC_REQUIRE(print_signature<DEVTAP_TEST_FORMAT_A>::id == print_signature<DEVTAP_TEST_FORMAT_B>::id);
+  // (a kernel keys its definition token by this too: each of the two sends its own definition)
+  STATIC_REQUIRE(print_signature<DEVTAP_TEST_FORMAT_A>::text_key != print_signature<DEVTAP_TEST_FORMAT_B>::text_key);
+  std::vector<std::string> logs;
+  std::mutex logs_mutex;
+  devtap::set_log_sink([&](devtap::log_level, std::string_view m) {
+    std::lock_guard lock(logs_mutex);
+    logs.emplace_back(m);
+  });
+  devtap::cpu_client cpus(1);
+  devtap_test::captured cap;
+  devtap::receiver rx({.devices = devtap_test::all(cpus), .name = "collide"});
+  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { devtap::print<DEVTAP_TEST_FORMAT_A>(devtap::printer(ctx, ch)); });
+  rx.flush();  // A's line is formatted before B is known: A's own text
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::print<DEVTAP_TEST_FORMAT_B>(devtap::printer(ctx, ch));
+    devtap::print<DEVTAP_TEST_FORMAT_A>(devtap::printer(ctx, ch));
+  });
+  rx.close();
+  devtap::set_log_sink(nullptr);
+  REQUIRE(cap.lines.size() == 3);
+  CHECK(cap.lines[0] == DEVTAP_TEST_FORMAT_A);
+  for (std::size_t i : {1, 2}) {
+    INFO(cap.lines[i]);
+    CHECK(cap.lines[i].starts_with("devtap::print: two formats share the id 0x7ffe982c1c38d580"));
+    CHECK(cap.lines[i].find("cannot be told apart") != std::string::npos);
+  }
+  CHECK(ch.stats().format_errors == 2);
+  CHECK(ch.stats().lines == 3);
+  std::lock_guard lock(logs_mutex);
+  CHECK(std::count_if(logs.begin(), logs.end(), [](const std::string& l) { return l.find("two formats share the id") != std::string::npos; }) == 1);
 }
 
 // Rule: "`char` ... (any {fmt} spec for them)" and strings take {fmt} 9's specs; the debug

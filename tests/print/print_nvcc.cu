@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,16 @@
 DEVTAP_PRINT_ID_CASES(DEVTAP_PIN_PRINT_ID)  // the device pass: the point of this file
 #else
 DEVTAP_PRINT_ID_CASES(DEVTAP_PIN_PRINT_ID)
+#endif
+
+// The fixed-size arguments of one print: 2 KiB in device code (a kernel's stack frame is reserved
+// for every resident thread), 64 KiB on the host; the verdict differs between nvcc's two passes.
+#ifdef __CUDA_ARCH__
+static_assert(devtap::detail::print_args_check<std::array<char, 2048>>() == devtap::detail::print_check::ok);
+static_assert(devtap::detail::print_args_check<std::array<char, 2049>>() == devtap::detail::print_check::too_long);
+#else
+static_assert(devtap::detail::print_args_check<std::array<char, 2049>>() == devtap::detail::print_check::ok);
+static_assert(devtap::detail::print_args_check<std::array<char, 65537>>() == devtap::detail::print_check::too_long);
 #endif
 
 namespace {

@@ -1140,6 +1140,10 @@ struct handmade_recording {
 
 TEST_CASE("replay: a header naming more than 65536 devices is refused; 65536 are read") {
   temp_file file("devices");
+  // none: no receiver writes one (it opens on at least one device), and a shared or merged
+  // consumer of it would never see its end
+  write_all(file.path, handmade_recording::with_devices(0).bytes);
+  CHECK_THROWS_WITH(devtap::replay(file.path), Catch::Matchers::Contains("damaged header (it names no device)"));
   write_all(file.path, handmade_recording::with_devices(devtap::detail::max_recorded_devices + 1).bytes);
   try {
     devtap::replay refused(file.path);
@@ -1641,4 +1645,49 @@ TEST_CASE("flush(): a device whose stream stopped before close() (a malformed re
   CHECK(events == 50);
   CHECK(text.find("malformed record") != std::string::npos);
   CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+}
+
+// A record of an id no point had when the reader read it (counted in unknown_ids live) is kept as
+// unknown: a point attached later that takes its id must not get it in the replay.
+TEST_CASE("replay: a record unknown live is unknown in the replay, though a later point took its id") {
+  temp_file file("unknown-then-defined");
+  devtap_test::quiet_log quiet;
+  int live_b = 0;
+  std::uint64_t live_unknown = 0;
+  {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto a = rx.attach<int>([](const int&) {}, "a");
+    const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+    out.tap(devtap::tap_point<int>{a.id + 1, a.fingerprint, a.receiver}, 77);  // the id "b" will take
+    rx.barrier();
+    auto b = rx.attach<int>([&](const int&) { ++live_b; }, "b");
+    REQUIRE(b.id == a.id + 1);
+    out.tap(b, 78);
+    CHECK_THROWS_WITH(rx.close(), Catch::Matchers::Contains("1 record(s) for unknown consumer id 2 skipped"));
+    live_unknown = rx.stats().total().unknown_ids;
+  }
+  CHECK(live_unknown == 1);
+  CHECK(live_b == 1);
+  devtap::replay rp(file.path);
+  std::vector<int> replayed_b;
+  rp.attach<int>("b", [&](const int& v) { replayed_b.push_back(v); });
+  const auto st = rp.run();
+  CHECK(replayed_b == std::vector<int>{78});
+  CHECK(st.delivered == 1);
+  CHECK(st.records == 2);
+}
+
+TEST_CASE("replay: scope_names() gives the names a kernel's scope ids were given, as the recording kept them") {
+  temp_file file("scope-names");
+  {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    rx.name_scope(7, "solve");
+    rx.name_scope(9, "io");
+    rx.name_scope(7, "solve again");  // the latest name counts, as in the trace file
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  CHECK(rp.scope_names() == std::map<std::uint32_t, std::string>{{7, "solve again"}, {9, "io"}});
 }

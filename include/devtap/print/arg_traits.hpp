@@ -108,13 +108,45 @@ struct print_arg<std::string_view> {
   static constexpr std::size_t extent = 0;
 };
 
+// Arrays and spans are sent as their elements' bytes, which cannot be read through volatile (a
+// volatile scalar is read once, as a plain value).
+template <class T>
+constexpr bool print_volatile_elements_v = std::is_volatile_v<T> || std::is_volatile_v<std::remove_all_extents_t<T>>;
+template <class E, std::size_t N>
+constexpr bool print_volatile_elements_v<std::array<E, N>> = std::is_volatile_v<E>;
+template <class E, std::size_t X>
+constexpr bool print_volatile_elements_v<std::span<E, X>> = std::is_volatile_v<E>;
+
+// The most the fixed-size arguments of one print may take: its record is built on the printing
+// thread's stack, once more when it has span arguments. In device code far less: a kernel's stack
+// frame is reserved for every thread that can be resident (a print of 64 KiB made a 196 KB frame,
+// 53 GB of local memory on an H100); nvcc's device pass refuses what its host pass accepts.
+#if defined(__CUDA_ARCH__)
+inline constexpr std::size_t print_max_fixed_bytes = std::size_t{1} << 11;
+#else
+inline constexpr std::size_t print_max_fixed_bytes = std::size_t{1} << 16;
+#endif
+
+// The bytes an argument takes in the record (spans travel after it).
+template <class T>
+DEVTAP_HOST_DEVICE constexpr std::size_t print_fixed_bytes() {
+  using A = print_arg<std::remove_cv_t<T>>;
+  if constexpr (A::form == print_form::array) return sizeof(typename A::element) * A::extent;
+  else if constexpr (A::form == print_form::scalar) return 8;
+  else return 0;
+}
+
+// The verdict on one argument type (as passed: a volatile one included).
 template <class T>
 DEVTAP_HOST_DEVICE constexpr print_check print_arg_check() {
   using A = print_arg<std::remove_cv_t<T>>;
   constexpr print_check c = print_scalar_check<typename A::element>();
-  if constexpr (A::form == print_form::array) {
-    if (A::extent == 0) return print_check::empty_array;
-    if (A::extent > print_max_extent) return print_check::too_long;
+  if constexpr (A::form != print_form::scalar) {
+    if (c != print_check::ok) return c;
+    if (A::form == print_form::array && A::extent == 0) return print_check::empty_array;
+    if (print_volatile_elements_v<T>) return print_check::volatile_elements;
+    if (std::is_null_pointer_v<typename A::element>) return print_check::null_elements;
+    if (print_fixed_bytes<T>() > print_max_fixed_bytes) return print_check::too_long;
   }
   return c;
 }

@@ -172,6 +172,12 @@ private:
                    fmt::format("devtap::print: malformed format definition (id {:#018x})", r.id));
       return r.has_definition;
     }
+    if (def->id_shared.load(std::memory_order_acquire)) {  // partner: print_registry::add's release store
+      error_line(dev, counters_->format_errors,
+                 fmt::format("devtap::print: two formats share the id {:#018x} (\"{}\" and \"{}\"): this print "
+                             "cannot be told apart", r.id, def->text, def->other_text));
+      return true;
+    }
     if (def->check.code != print_check::ok) {
       error_line(dev, counters_->format_errors,
                  fmt::format("devtap::print: format \"{}\" rejected at offset {}: {}", def->text, def->check.offset,

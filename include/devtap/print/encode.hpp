@@ -57,7 +57,7 @@ DEVTAP_HOST_DEVICE inline void print_put(std::byte* block, const T& v) {
   } else if constexpr (std::is_enum_v<E>) {
     copy_bytes(at, static_cast<std::underlying_type_t<E>>(v));
   } else {
-    copy_bytes(at, v);
+    copy_bytes(at, static_cast<E>(v));  // (read once, as a plain value: `v` may be volatile)
   }
 }
 
@@ -100,15 +100,14 @@ DEVTAP_HOST_DEVICE inline Value print_value_from(const Record& rec, std::index_s
   return Value(rec, std::tuple_element_t<I + 1, Value>{}...);
 }
 
+// (`v` may be a volatile scalar, which these skip: [[maybe_unused]] rather than (void)v, which would
+// read it.)
 template <class Sig, std::size_t I, class Value, class T>
-DEVTAP_HOST_DEVICE inline void print_put_span(Value& value, const T& v) {
+DEVTAP_HOST_DEVICE inline void print_put_span([[maybe_unused]] Value& value, [[maybe_unused]] const T& v) {
   using A = print_arg<std::remove_cv_t<T>>;
   if constexpr (A::form == print_form::span) {
     constexpr std::size_t part = 1 + Sig::layout.offsets[I];
     std::get<part>(value) = std::span<const typename A::element>(v.data(), v.size());
-  } else {
-    (void)value;
-    (void)v;
   }
 }
 
@@ -118,12 +117,11 @@ DEVTAP_HOST_DEVICE inline void print_put_spans(Value& value, std::index_sequence
 }
 
 template <class T>
-DEVTAP_HOST_DEVICE inline std::size_t print_span_bytes(const T& v) {
+DEVTAP_HOST_DEVICE inline std::size_t print_span_bytes([[maybe_unused]] const T& v) {
   using A = print_arg<std::remove_cv_t<T>>;
   if constexpr (A::form == print_form::span) {
     return 8 + align8(v.size() * sizeof(typename A::element));
   } else {
-    (void)v;
     return 0;
   }
 }

@@ -27,9 +27,11 @@ inline bool print_register() {
 #endif
 
 #if defined(__CUDACC__)
-// Per device (each GPU has its own copy) and module: the token of the printer that last received
-// this format's definition from the device.
-template <std::uint64_t Id>
+// Per device (each GPU has its own copy), module and format: the token of the printer that last
+// received this format's definition from the device. Keyed by a second hash of the text too: a
+// format whose id collides with another's still sends its own definition, so the host sees the
+// collision. (Integers: nvcc's registration of a device variable cannot name a class argument.)
+template <std::uint64_t Id, std::uint64_t TextKey>
 __device__ unsigned int print_defined_token = 0;
 #endif
 
@@ -42,11 +44,11 @@ __device__ unsigned int print_defined_token = 0;
 template <fixed_string F, class... Args>
 DEVTAP_HOST_DEVICE void print(const printer& out, const Args&... args) {
   using namespace detail;
-  using sig = print_signature<F, std::remove_cv_t<Args>...>;
+  using sig = print_signature<F, Args...>;  // (as passed: the checks see a volatile argument)
   print_reject<sig::check.code>();  // compiles only when the verdict is ok
   if constexpr (sig::valid) {
 #if defined(__CUDA_ARCH__)
-    unsigned int* const defined = &print_defined_token<sig::id>;
+    unsigned int* const defined = &print_defined_token<sig::id, sig::text_key>;
     const unsigned int token = out.point().token;
     if (*static_cast<volatile unsigned int*>(defined) != token && atomicExch(defined, token) != token)
       print_send<sig, true>(out, args...);

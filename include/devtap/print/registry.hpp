@@ -9,6 +9,7 @@
 #  include <devtap/log.hpp>
 
 #  include <algorithm>
+#  include <atomic>
 #  include <cstddef>
 #  include <cstdint>
 #  include <memory>
@@ -30,6 +31,10 @@ struct print_format_def {
   std::size_t arg_bytes = 0;
   std::size_t span_count = 0;
   print_check_result check{};  // the checker's verdict (device definitions are checked here)
+  // Another format hashed to this id (the registry keeps the first, and `other_text` once set):
+  // from then on a record of this id cannot be told apart, and prints as an error line.
+  std::atomic<bool> id_shared{false};
+  std::string other_text;  // (written once, before id_shared is set; read after it is)
 };
 
 // Builds a definition; nullptr-equivalent (empty unique_ptr) when the descriptors are invalid.
@@ -51,15 +56,21 @@ inline std::unique_ptr<print_format_def> make_print_format_def(std::uint64_t id,
 // Every format this process has learned, by id (entries are never removed: pointers stay valid).
 class print_registry {
 public:
-  // Adds a definition (a second one with the same id is ignored; a different one is logged).
+  // Adds a definition. A second one with the same id is ignored; a different one (two formats
+  // whose ids collide) marks the id shared, and is logged.
   const print_format_def* add(std::uint64_t id, std::string_view text, const std::uint32_t* descs, std::size_t nargs) {
     std::lock_guard lock(mutex_);
     if (auto it = formats_.find(id); it != formats_.end()) {
-      const print_format_def& known = *it->second;
+      print_format_def& known = *it->second;
       if (known.text != text || known.descs.size() != nargs ||
-          !std::equal(known.descs.begin(), known.descs.end(), descs))
-        log(log_level::error, "devtap::print: two formats share the id {} (\"{}\" and \"{}\"); keeping the first",
-            id, known.text, std::string(text));
+          !std::equal(known.descs.begin(), known.descs.end(), descs)) {
+        if (!known.id_shared.load(std::memory_order_relaxed)) {  // (logged once, as the first collision)
+          known.other_text.assign(text);
+          known.id_shared.store(true, std::memory_order_release);  // partner: the formatter's acquire load
+          log(log_level::error, "devtap::print: two formats share the id {:#018x} (\"{}\" and \"{}\"): records of "
+              "either print as error lines from now on", id, known.text, std::string(text));
+        }
+      }
       return &known;
     }
     auto def = make_print_format_def(id, text, descs, nargs);

@@ -8,6 +8,8 @@
 
 // X(code, message), one row per reason. Expanded only below, then undefined.
 #define DEVTAP_PRINT_REJECTIONS(X)                                                                              \
+  X(unterminated_format, "the format is a char array without a terminating NUL, or padded with NULs after its " \
+                         "text (the line would lose its last character, or print the NULs)")                  \
   X(unmatched_close, "unmatched '}' in the format (write '}}' for a literal brace)")                           \
   X(unclosed_field, "'{' without its closing '}' in the format (write '{{' for a literal brace)")              \
   X(named_argument, "named arguments are not supported (use {} or {0})")                                       \
@@ -31,7 +33,10 @@
   X(wide_char, "wchar_t, char8_t, char16_t and char32_t are not supported: cast to an integer")                \
   X(nested_array, "arrays of arrays are not supported: pass each row, or a flat std::span")                    \
   X(empty_array, "an empty array argument")                                                                    \
-  X(too_long, "a fixed-size array argument over 4M elements: pass a std::span")                                \
+  X(too_long, "fixed-size arguments of over 64 KiB in all, 2 KiB in device code (a print's record is built "  \
+              "on the stack of the printing thread): pass large arrays as a std::span")                      \
+  X(volatile_elements, "arrays and spans of volatile elements are not supported: copy them first")             \
+  X(null_elements, "arrays and spans of std::nullptr_t are not supported (every element is null)")             \
   X(unsupported_type, "unsupported argument type (supported: bool, char, integers up to 64 bits, float, "      \
                       "double, enums, pointers, fixed-size arrays, std::array and std::span of those, "        \
                       "std::string_view)")

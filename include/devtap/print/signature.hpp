@@ -16,11 +16,13 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-// The first argument type (in order) that cannot be sent, or ok.
+// The first argument type (in order) that cannot be sent, else too_long when the fixed-size
+// arguments take too much of the stack together, or ok.
 template <class... Args>
 DEVTAP_HOST_DEVICE constexpr print_check print_args_check() {
   print_check c = print_check::ok;
   ((c = c == print_check::ok ? print_arg_check<Args>() : c), ...);
+  if (c == print_check::ok && (print_fixed_bytes<Args>() + ... + 0) > print_max_fixed_bytes) return print_check::too_long;
   return c;
 }
 
@@ -62,12 +64,25 @@ template <fixed_string F, class... Args>
 struct print_signature {
   static constexpr std::size_t nargs = sizeof...(Args);
   static constexpr std::uint32_t descs[nargs == 0 ? 1 : nargs] = {print_arg_desc<Args>()...};
-  // The one verdict on this print: the first argument type that cannot be sent, else the format's.
-  static constexpr print_check_result check = print_args_check<Args...>() != print_check::ok
-                                                  ? print_check_result{print_args_check<Args...>()}
-                                                  : check_print_format(F.data(), F.size(), descs, nargs);
+  // The one verdict on this print: a format array without its terminator (or padded with NULs:
+  // `char f[12] = "step {}"`), else the first argument type that cannot be sent, else the format's.
+  static constexpr print_check_result check =
+      F.chars[F.size()] != '\0' || (F.size() != 0 && F.chars[F.size() - 1] == '\0')
+          ? print_check_result{print_check::unterminated_format}
+      : print_args_check<Args...>() != print_check::ok ? print_check_result{print_args_check<Args...>()}
+                                                       : check_print_format(F.data(), F.size(), descs, nargs);
   static constexpr bool valid = check.code == print_check::ok;
   static constexpr std::uint64_t id = print_format_id(F.data(), F.size(), descs, nargs);
+  // A second hash of the text, unlike the id's (another multiplier, each step mixed): two formats
+  // whose ids collide still differ here (print.hpp's definition token).
+  static constexpr std::uint64_t text_key = [] {
+    std::uint64_t h = 0x9e3779b97f4a7c15u;
+    for (std::size_t i = 0; i < F.size(); ++i) {
+      h = (h ^ static_cast<unsigned char>(F.chars[i])) * 0xff51afd7ed558ccdu;
+      h ^= h >> 31;
+    }
+    return h;
+  }();
 
   static constexpr print_layout_of<nargs> layout = print_make_layout<nargs>(descs);
   static constexpr std::size_t arg_bytes = layout.totals.arg_bytes;

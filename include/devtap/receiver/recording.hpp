@@ -43,8 +43,9 @@ inline constexpr std::uint32_t recording_timestamps_flag = 1;
 inline constexpr std::uint32_t recorded_fingerprint_flag = std::uint32_t{1} << 31;
 inline constexpr std::uint32_t recorded_marker_word = 0;
 inline constexpr std::uint32_t recorded_line_kind = 0x100;
-// The id a record is kept under when its own id carries the stamp flag without a stamp (a record no
-// consumer could take): no point has it, so a replay skips it, as the live reader did.
+// The id a record is kept under when no consumer could take it live (an id no point had then, or
+// one that carries the stamp flag without a stamp): no point has it, so a replay counts it unknown,
+// as the live reader did, even where a point defined later took its id.
 inline constexpr std::uint32_t recorded_unknown_id = (std::uint32_t{1} << 30) - 2;
 
 enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3, end = 4 };
@@ -150,7 +151,8 @@ private:
   bool next_entry(recorded_entry& e);
   void read_entry(recorded_entry& e);  // the next entry of the chunk in body_ (damage: fail)
   bool next_chunk(chunk_header& h);  // reads a chunk's header and body into body_; false at the end
-  void check_kept(const chunk_header& h);  // a chunk read again: where open() saw a definition, the same one
+  void check_kept(const chunk_header& h);  // a chunk read again: the one open() read there
+  std::uint64_t body_digest() const noexcept;  // of the chunk in body_
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void changed() const;  // the file differs from what open() read
 
@@ -171,14 +173,17 @@ private:
   std::uint64_t chunk_offset_ = 0;
   std::uint64_t cut_at_ = 0;
   static constexpr std::uint64_t max_chunk_body_bytes = std::uint64_t{1} << 40;  // no writer makes one (next_chunk)
-  // Every chunk but records, as open() read it: entries read again (run(), after another receiver
-  // may have rewritten the file in place) must find the same definitions, or records of a point
-  // would be delivered as the type open() saw.
+  // Every chunk as open() read it (a records chunk as a digest of its body): entries read again
+  // (run(), after another receiver may have rewritten the file in place, another run of the program
+  // recorded again at this path) must find the same chunks, or records open() never saw would be
+  // delivered, as the types open() saw.
   struct kept_chunk {
     std::uint64_t offset;
     chunk_header header;
-    std::size_t words_at;  // its body in kept_words_
+    std::size_t words_at;  // its body in kept_words_ (not a records chunk)
+    std::uint64_t digest;  // a records chunk's body
   };
+  std::vector<std::byte> opened_header_;  // the bytes before the first chunk, as open() read them
   std::vector<kept_chunk> kept_;
   std::vector<std::uint64_t> kept_words_;
   std::size_t next_kept_ = 0;

@@ -106,8 +106,9 @@ DEVTAP_FUNC bool recording_writer::record(const sink_record& rec, const point_de
                  "taps the device did not write");
     t.dropped = rec.dropped;
   }
-  // The stamp flag says a stamp follows: an id that carries it without one is kept as unknown.
-  const std::uint32_t id = (rec.id & stamped_id_flag) != 0 ? recorded_unknown_id : rec.id;
+  // Kept as unknown: an id no point had when it was read (a point attached later may take it), and
+  // one that carries the stamp flag (which says a stamp follows) without one.
+  const std::uint32_t id = point == nullptr || (rec.id & stamped_id_flag) != 0 ? recorded_unknown_id : rec.id;
   // One resize per entry, then the fields in place: this runs for every record a reader reads.
   const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint || id != rec.id;
   const std::size_t words = 2 + (own_fingerprint ? 1 : 0) + (rec.stamp.stamped ? 1 : 0) + (rec.bytes + 7) / 8;

@@ -107,6 +107,7 @@ DEVTAP_FUNC void recording_reader::open_file() {
   r.align();
   // Each device costs the replay's consumers a stream (a coroutine frame each): a damaged or
   // hostile count must not turn a small file into gigabytes.
+  if (count == 0) throw std::runtime_error("devtap: recording '" + path_ + "': damaged header (it names no device)");
   if (count > max_recorded_devices)
     throw std::runtime_error("devtap: recording '" + path_ + "': damaged header (it names " + std::to_string(count) +
                              " devices; at most " + std::to_string(max_recorded_devices) + " are read)");
@@ -122,6 +123,10 @@ DEVTAP_FUNC void recording_reader::open_file() {
     throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
   }
   entries_at_ = 32 + sizes[1];
+  opened_header_.resize(entries_at_);
+  std::rewind(file_);
+  if (std::fread(opened_header_.data(), 1, entries_at_, file_) != entries_at_)
+    throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
   chunk_header h;
   // Every definition, up front: a consumer is attached by name before any record is read.
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
@@ -159,10 +164,9 @@ DEVTAP_FUNC void recording_reader::open_file() {
     } else {
       fail("unknown chunk type " + std::to_string(static_cast<std::uint32_t>(h.type)));
     }
-    if (h.type != chunk_type::records) {
-      kept_.push_back({chunk_offset_, h, kept_words_.size()});
+    kept_.push_back({chunk_offset_, h, kept_words_.size(), h.type == chunk_type::records ? body_digest() : 0});
+    if (h.type != chunk_type::records)
       kept_words_.insert(kept_words_.end(), body_.begin(), body_.begin() + static_cast<std::ptrdiff_t>(body_bytes_ / 8));
-    }
   }
   // Part of a chunk after the end chunk is damage too, not a writer that stopped.
   if (ended && cut_at_ != 0) fail("bytes after the recording's end chunk");
@@ -237,18 +241,26 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
 }
 
 DEVTAP_FUNC void recording_reader::check_kept(const chunk_header& h) {
-  // Chunks are read in order: the next kept one is here, or further on.
-  const bool kept_here = next_kept_ < kept_.size() && kept_[next_kept_].offset == chunk_offset_;
-  if (next_kept_ < kept_.size() && kept_[next_kept_].offset < chunk_offset_) changed();  // a chunk now spans it
-  if (h.type == chunk_type::records) {
-    if (kept_here) changed();
-    return;
-  }
-  if (!kept_here) changed();
+  // Chunks are read in order, each where open() read one (none now spans another's place).
+  if (next_kept_ >= kept_.size() || kept_[next_kept_].offset != chunk_offset_) changed();
   const kept_chunk& k = kept_[next_kept_++];
-  if (k.header.type != h.type || k.header.device != h.device || k.header.body_bytes != h.body_bytes ||
-      (h.body_bytes != 0 && std::memcmp(kept_words_.data() + k.words_at, body_.data(), h.body_bytes) != 0))
+  if (k.header.type != h.type || k.header.device != h.device || k.header.body_bytes != h.body_bytes) changed();
+  // Before any entry of it is handed over: records of another run in its place, or a body read
+  // partly from stdio's buffer of the old file, are refused whole.
+  if (h.type == chunk_type::records ? k.digest != body_digest()
+                                    : h.body_bytes != 0 && std::memcmp(kept_words_.data() + k.words_at, body_.data(), h.body_bytes) != 0)
     changed();
+}
+
+DEVTAP_FUNC std::uint64_t recording_reader::body_digest() const noexcept {
+  // FNV-1a over words, each word's high bits folded down: it tells a changed chunk from the one
+  // open() read (not an adversary's forgery: the file is trusted that far).
+  std::uint64_t digest = 0xcbf29ce484222325u;
+  for (std::size_t i = 0; i < body_bytes_ / 8; ++i) {
+    digest = (digest ^ body_[i]) * 0x100000001b3u;
+    digest ^= digest >> 32;
+  }
+  return digest;
 }
 
 DEVTAP_FUNC void recording_reader::rewind_entries() {
@@ -260,6 +272,14 @@ DEVTAP_FUNC void recording_reader::rewind_entries() {
   if (static_cast<std::uint64_t>(info.st_size) < file_bytes_)
     throw std::runtime_error("devtap: recording '" + path_ + "' changed since it was opened: it has " +
                              std::to_string(info.st_size) + " bytes, " + std::to_string(file_bytes_) + " when it was opened");
+  // Another recording written at this path since (the program run again) starts with another
+  // header (its origin at least): refused before any entry is handed over.
+  // (pread, not stdio: a file that fits stdio's buffer would be compared with the buffer's old bytes)
+  std::vector<std::byte> header(opened_header_.size());
+  if (::pread(::fileno(file_), header.data(), header.size(), 0) != static_cast<::ssize_t>(header.size()) ||
+      header != opened_header_)
+    throw std::runtime_error("devtap: recording '" + path_ + "' changed since it was opened: its header differs "
+                             "(another recording was written at this path)");
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
   body_bytes_ = body_at_ = 0;
   next_kept_ = 0;
