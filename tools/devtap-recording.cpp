@@ -46,7 +46,8 @@ int summary(recording_reader& file) {
   struct counts {
     std::uint64_t records = 0, bytes = 0;
   };
-  std::map<std::uint32_t, counts> by_point;
+  std::map<std::uint32_t, counts> by_point;  // by id; records no point had live: id | unknown_row
+  constexpr std::uint32_t unknown_row = std::uint32_t{1} << 31;  // (ids are under 2^30)
   std::vector<counts> by_device(file.devices().size());
   std::map<std::string_view, std::pair<std::uint64_t, std::uint64_t>> markers;  // name -> (count, markers)
   std::vector<std::uint64_t> lines(file.devices().size(), 0);
@@ -63,7 +64,7 @@ int summary(recording_reader& file) {
       m.first += e.count, ++m.second;
       return;
     }
-    auto& p = by_point[e.id];
+    auto& p = by_point[e.unknown ? e.id | unknown_row : e.id];  // (a row of its own: not the point that took the id later)
     ++p.records, p.bytes += e.bytes;
     ++by_device[e.device].records, by_device[e.device].bytes += e.bytes;
   });
@@ -76,8 +77,9 @@ int summary(recording_reader& file) {
   for (std::size_t d = 0; d < by_device.size(); ++d)
     fmt::print("{:<24} {:>14} {:>16} {:>14}\n", file.devices()[d].name, by_device[d].records, by_device[d].bytes, lines[d]);
   fmt::print("\n{:<24} {:<6} {:>14} {:>16}\n", "point", "kind", "records", "payload bytes");
-  for (const auto& [id, c] : by_point) {
-    const auto* p = file.point(id);
+  for (const auto& [key, c] : by_point) {
+    const std::uint32_t id = key & ~unknown_row;
+    const auto* p = (key & unknown_row) != 0 ? nullptr : file.point(id);
     fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? p->name : fmt::format("unknown id {}", id),
                p != nullptr ? kind_name(p->kind) : "-", c.records, c.bytes);
   }
@@ -107,7 +109,7 @@ int trace(recording_reader& file, const std::string& out_path) {
       if (e.device < unwritten.size() && ++unwritten[e.device] == 256) trace.write_out(e.device), unwritten[e.device] = 0;
       return;
     }
-    const devtap::detail::point_description* point = file.point(e.id);
+    const devtap::detail::point_description* point = e.unknown ? nullptr : file.point(e.id);
     devtap::detail::sink_record r{e.device, e.id, e.fingerprint, e.stamp, e.payload, e.bytes, 0};
     if (trace.record(r, point, nullptr)) trace.write_out(e.device);
   });

@@ -101,6 +101,7 @@ DEVTAP_FUNC replay_stats replay::run() {
         return;
       }
       ++stats.records;
+      if (e.unknown) return;  // no consumer took it live
       const auto found = consumers_of.find(e.id);
       if (found == consumers_of.end()) return;
       for (const std::size_t i : found->second) {

@@ -1676,6 +1676,14 @@ TEST_CASE("replay: a record unknown live is unknown in the replay, though a late
   CHECK(replayed_b == std::vector<int>{78});
   CHECK(st.delivered == 1);
   CHECK(st.records == 2);
+  // The entry keeps its own id (the converted trace names it "unknown id 2", as the live one did),
+  // marked as no point's.
+  devtap::detail::recording_reader file_reader(file.path);
+  std::vector<std::pair<std::uint32_t, bool>> entries;  // (id, unknown)
+  file_reader.for_each([&](const devtap::detail::recorded_entry& e) {
+    if (!e.is_line && !e.is_marker) entries.emplace_back(e.id, e.unknown);
+  });
+  CHECK(entries == std::vector<std::pair<std::uint32_t, bool>>{{2, true}, {2, false}});
 }
 
 TEST_CASE("replay: scope_names() gives the names a kernel's scope ids were given, as the recording kept them") {

@@ -120,7 +120,8 @@ constexpr bool print_volatile_elements_v<std::span<E, X>> = std::is_volatile_v<E
 // The most the fixed-size arguments of one print may take: its record is built on the printing
 // thread's stack, once more when it has span arguments. In device code far less: a kernel's stack
 // frame is reserved for every thread that can be resident (a print of 64 KiB made a 196 KB frame,
-// 53 GB of local memory on an H100); nvcc's device pass refuses what its host pass accepts.
+// 53 GB of local memory on an H100). nvcc's device pass compiles print (host and device) for host
+// code's calls too: in a .cu file, this limit holds for every print.
 #if defined(__CUDA_ARCH__)
 inline constexpr std::size_t print_max_fixed_bytes = std::size_t{1} << 11;
 #else

@@ -33,8 +33,8 @@
   X(wide_char, "wchar_t, char8_t, char16_t and char32_t are not supported: cast to an integer")                \
   X(nested_array, "arrays of arrays are not supported: pass each row, or a flat std::span")                    \
   X(empty_array, "an empty array argument")                                                                    \
-  X(too_long, "fixed-size arguments of over 64 KiB in all, 2 KiB in device code (a print's record is built "  \
-              "on the stack of the printing thread): pass large arrays as a std::span")                      \
+  X(too_long, "a record too large for the stack it is built on: fixed-size arguments over 64 KiB in all; in "  \
+              "device code, they and the format's text over 2 KiB. Pass large arrays as a std::span")        \
   X(volatile_elements, "arrays and spans of volatile elements are not supported: copy them first")             \
   X(null_elements, "arrays and spans of std::nullptr_t are not supported (every element is null)")             \
   X(unsupported_type, "unsupported argument type (supported: bool, char, integers up to 64 bits, float, "      \

@@ -70,6 +70,10 @@ struct print_signature {
       F.chars[F.size()] != '\0' || (F.size() != 0 && F.chars[F.size() - 1] == '\0')
           ? print_check_result{print_check::unterminated_format}
       : print_args_check<Args...>() != print_check::ok ? print_check_result{print_args_check<Args...>()}
+#if defined(__CUDA_ARCH__)  // a kernel's record carries the format's text too (its definition)
+      : (print_fixed_bytes<Args>() + ... + print_def_bytes(F.size(), nargs)) > print_max_fixed_bytes
+          ? print_check_result{print_check::too_long}
+#endif
                                                        : check_print_format(F.data(), F.size(), descs, nargs);
   static constexpr bool valid = check.code == print_check::ok;
   static constexpr std::uint64_t id = print_format_id(F.data(), F.size(), descs, nargs);

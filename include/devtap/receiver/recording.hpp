@@ -35,17 +35,21 @@ namespace detail {
 //   recorded_line_kind is a line a printer wrote (its format may exist only in the recorded program)
 inline constexpr char recording_magic[8] = {'d', 'e', 'v', 't', 'a', 'p', 'R', 'C'};
 // Version 2 ends with an `end` chunk, so that a file cut between two chunks is told from a whole
-// one; version 1 files (no end chunk) are still read.
-inline constexpr std::uint32_t recording_version = 2;
+// one; version 3 marks the records no consumer took live (recorded_unknown_flag). Versions 1 and 2
+// are still read.
+inline constexpr std::uint32_t recording_version = 3;
 // The most devices a recording may name (a replay opens a stream for each, per consumer).
 inline constexpr std::uint32_t max_recorded_devices = std::uint32_t{1} << 16;
 inline constexpr std::uint32_t recording_timestamps_flag = 1;
 inline constexpr std::uint32_t recorded_fingerprint_flag = std::uint32_t{1} << 31;
+// In an entry's size word (a payload is under 2^30 bytes, max_record_limit): no point had the id
+// when the live reader read it. The id itself is kept (the converted trace names it as the live
+// one did); a replay delivers the record to no consumer, even where a point defined later took it.
+inline constexpr std::uint32_t recorded_unknown_flag = std::uint32_t{1} << 30;
 inline constexpr std::uint32_t recorded_marker_word = 0;
 inline constexpr std::uint32_t recorded_line_kind = 0x100;
-// The id a record is kept under when no consumer could take it live (an id no point had then, or
-// one that carries the stamp flag without a stamp): no point has it, so a replay counts it unknown,
-// as the live reader did, even where a point defined later took its id.
+// The id a record is kept under when its own id carries the stamp flag without a stamp (a record no
+// consumer could take): no point has it, so a replay skips it, as the live reader did.
 inline constexpr std::uint32_t recorded_unknown_id = (std::uint32_t{1} << 30) - 2;
 
 enum class chunk_type : std::uint32_t { point = 1, scope_name = 2, records = 3, end = 4 };
@@ -105,6 +109,7 @@ struct recorded_entry {
   bool is_marker = false;
   bool is_line = false;  // a printed line (text), not a marker
   std::uint32_t id = 0;  // without the stamp flag
+  bool unknown = false;  // no point had `id` when the live reader read it (version 3)
   std::uint64_t fingerprint = 0;
   record_stamp stamp{};  // unstamped: time_ns is when it was read, sequence its place in the device's stream
   const std::byte* payload = nullptr;

@@ -106,9 +106,8 @@ DEVTAP_FUNC bool recording_writer::record(const sink_record& rec, const point_de
                  "taps the device did not write");
     t.dropped = rec.dropped;
   }
-  // Kept as unknown: an id no point had when it was read (a point attached later may take it), and
-  // one that carries the stamp flag (which says a stamp follows) without one.
-  const std::uint32_t id = point == nullptr || (rec.id & stamped_id_flag) != 0 ? recorded_unknown_id : rec.id;
+  // The stamp flag says a stamp follows: an id that carries it without one is kept as unknown.
+  const std::uint32_t id = (rec.id & stamped_id_flag) != 0 ? recorded_unknown_id : rec.id;
   // One resize per entry, then the fields in place: this runs for every record a reader reads.
   const bool own_fingerprint = point == nullptr || point->fingerprint != rec.fingerprint || id != rec.id;
   const std::size_t words = 2 + (own_fingerprint ? 1 : 0) + (rec.stamp.stamped ? 1 : 0) + (rec.bytes + 7) / 8;
@@ -116,7 +115,9 @@ DEVTAP_FUNC bool recording_writer::record(const sink_record& rec, const point_de
   t.own.resize(at + words);
   std::uint64_t* w = t.own.data() + at;
   const std::uint32_t word = rec.stamp.stamped ? id | stamped_id_flag : id;
-  const std::uint32_t bytes = static_cast<std::uint32_t>(rec.bytes) | (own_fingerprint ? recorded_fingerprint_flag : 0);
+  // An id no point had when it was read is marked: a point attached later may take it.
+  const std::uint32_t bytes = static_cast<std::uint32_t>(rec.bytes) | (own_fingerprint ? recorded_fingerprint_flag : 0) |
+                              (point == nullptr ? recorded_unknown_flag : 0);
   *w++ = word | (std::uint64_t{bytes} << 32);
   if (own_fingerprint) *w++ = rec.fingerprint;
   *w++ = rec.stamp.time_ns;

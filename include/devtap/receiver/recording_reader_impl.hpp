@@ -315,7 +315,8 @@ DEVTAP_FUNC void recording_reader::read_entry(recorded_entry& e) {
   } else {
     e.stamp.stamped = (word & stamped_id_flag) != 0;
     e.id = word & ~stamped_id_flag;
-    e.bytes = bytes & ~recorded_fingerprint_flag;
+    e.unknown = version_ >= 3 && (bytes & recorded_unknown_flag) != 0;
+    e.bytes = bytes & ~recorded_fingerprint_flag & (version_ >= 3 ? ~recorded_unknown_flag : ~std::uint32_t{0});
     if ((bytes & recorded_fingerprint_flag) != 0) {
       e.fingerprint = r.get<std::uint64_t>();
     } else {
