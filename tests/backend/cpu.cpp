@@ -50,8 +50,8 @@ TEST_CASE("cpu client: devices, names, platform", "[cpu]") {
     CHECK(&d == c.cpu_devices()[static_cast<std::size_t>(i)]);
   }
   CHECK_THROWS_AS(cpu_client(0), devtap::backend_error);
-  CHECK_THROWS_WITH(cpu_client(0), "cpu_client needs at least one device");
-  CHECK_THROWS_WITH(cpu_client(-1), "cpu_client needs at least one device");
+  CHECK_THROWS_WITH(cpu_client(0), "devtap::cpu_client(0): needs at least one device");
+  CHECK_THROWS_WITH(cpu_client(-1), "devtap::cpu_client(-1): needs at least one device");
 }
 
 TEST_CASE("run: returns the result, with or without a context", "[cpu]") {

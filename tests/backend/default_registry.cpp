@@ -6,10 +6,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <sys/resource.h>
 
 #if defined(DEVTAP_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -121,6 +124,53 @@ TEST_CASE("default registry: a malformed DEVTAP_CPU_DEVICES is a clear error", "
   CHECK_THROWS_WITH(devtap::set_cpu_device_count(2),
                     Catch::Equals("devtap::set_cpu_device_count(2) after the cpu backend failed to start (DEVTAP_CPU_DEVICES='lots' "
                                   "is not a valid device count (expected an integer from 1 to 1024)); its failure is kept"));
+}
+
+// A sanitizer's runtime reserves terabytes of address space: an address-space limit cannot be set there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DEVTAP_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DEVTAP_TEST_SANITIZED 1
+#endif
+#endif
+
+TEST_CASE("default registry: cpu devices whose threads cannot start are a kept, named failure", "[.cpu_threads_fail]") {
+  REQUIRE(std::string_view(std::getenv("DEVTAP_CPU_DEVICES")) == "1024");
+#if defined(DEVTAP_TEST_SANITIZED)
+  WARN("not run under a sanitizer (its runtime needs more address space than the limit this test sets)");
+#else
+  // Room for this process and a few threads, not for 1024 thread stacks of 8 MiB.
+  unsigned long pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
+    std::fclose(statm);
+  }
+  REQUIRE(pages > 0);
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_AS, &before) == 0);
+  rlimit limited = before;
+  limited.rlim_cur = pages * 4096 + (rlim_t{256} << 20);
+  REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+  std::string failure;
+  try {
+    devtap::get_backend("cpu");
+  } catch (const backend_error& e) {
+    failure = e.what();
+  }
+  REQUIRE(setrlimit(RLIMIT_AS, &before) == 0);
+  INFO(failure);
+  CHECK(failure.rfind("Unable to initialize backend 'cpu': the cpu backend could not start its 1024 device(s): ", 0) == 0);
+  // Before, the count was published first: set_cpu_device_count said the backend had 1024 devices.
+  try {
+    devtap::set_cpu_device_count(2);
+    FAIL("set_cpu_device_count after a failed start did not throw");
+  } catch (const std::logic_error& e) {
+    CHECK(std::string_view(e.what()).find("after the cpu backend failed to start (the cpu backend could not start its "
+                                          "1024 device(s): ") != std::string_view::npos);
+  }
+  CHECK_THROWS_WITH(devtap::get_backend("cpu"), failure);  // kept
+#endif
 }
 
 TEST_CASE("default registry: DEVTAP_PLATFORMS=cpu uses cpu only, silently", "[.platforms_cpu]") {

@@ -1,13 +1,17 @@
 // registry<B...>: compile-time order, lazy once-only creation, failures, platforms, the fallback warning.
 #include "test_backends.hpp"
 
+#include <devtap/backend/cpu.hpp>
 #include <devtap/backend/registry.hpp>
 #include <devtap/errors.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <latch>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -486,4 +490,59 @@ TEST_CASE("a log sink that asks for a backend while it is being initialised does
   devtap::set_log_level(before);
   REQUIRE(refused.size() == 1);
   CHECK_THAT(refused[0], Catch::Contains("'talker_sink' was asked for during its own initialisation"));
+}
+
+namespace {
+
+std::atomic<bool> herald_going{false};  // set when herald's client is destroyed
+
+class herald_client final : public devtap::client {
+public:
+  ~herald_client() override { herald_going.store(true); }
+  std::string_view platform() const noexcept override { return "herald"; }
+  int process_index() const noexcept override { return 0; }
+  std::span<devtap::device* const> local_devices() const noexcept override { return {&view_, 1}; }
+
+private:
+  fake_device device_{0, "herald"};
+  devtap::device* view_ = &device_;
+};
+
+struct herald_backend {
+  static constexpr std::string_view name = "herald";
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return std::make_unique<herald_client>(); }
+};
+
+}  // namespace
+
+TEST_CASE("work queued on a registry's device that asks the registry while it is destroyed is told so", "[registry][lifetime]") {
+  // The registry destroys its clients last declared first: herald's destructor marks the moment
+  // ~registry() has begun, before cpu's client runs the work still queued on its device.
+  herald_going = false;
+  std::string asked, errors;
+  {
+    devtap::registry<devtap::cpu_backend, herald_backend> r{""};
+    r.get_backend("herald");
+    devtap::cpu_device& d = *devtap::as_cpu_client(r.get_backend("cpu")).cpu_devices()[0];
+    d.submit([&r, &asked, &errors] {
+      for (int i = 0; i < 10'000 && !herald_going.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      try {
+        r.devices("cpu");
+        asked = "answered";
+      } catch (const backend_error& e) {
+        asked = e.what();
+      }
+      try {
+        r.backend_errors();
+        errors = "answered";
+      } catch (const backend_error& e) {
+        errors = e.what();
+      }
+    });
+  }
+  CHECK(herald_going.load());
+  CHECK(asked == "devtap::registry of backends cpu, herald is being destroyed");
+  CHECK(errors == asked);
 }

@@ -19,7 +19,7 @@ DEVTAP_FUNC void cpu_device::after_pending_work(std::function<void()> fn) {
 }
 
 DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_(process) {
-  if (devices < 1) throw backend_error("cpu_client needs at least one device");
+  if (devices < 1) throw backend_error(detail::format_message("devtap::cpu_client({}): needs at least one device", devices));
   owned_.reserve(static_cast<std::size_t>(devices));
   for (int i = 0; i < devices; ++i) {
     owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
@@ -64,22 +64,34 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
 }
 
 DEVTAP_FUNC std::unique_ptr<cpu_client> cpu_backend::create() {
-  std::unique_lock lock(detail::cpu_device_count_mutex());  // set_cpu_device_count sees both or neither
+  std::lock_guard lock(detail::cpu_device_count_mutex());  // set_cpu_device_count sees the count and the start, or neither
   const char* env = std::getenv("DEVTAP_CPU_DEVICES");
   const int configured = detail::configured_cpu_devices().load();
   const bool env_blank = env == nullptr || detail::trim(env).empty();  // names no count: the code's holds
+  // A registry keeps a failure for good: set_cpu_device_count must not look fine after one.
+  const auto keep_failure = [](const std::string& why) {
+    detail::cpu_start_failure() = why;
+    int none = 0;
+    detail::created_cpu_devices().compare_exchange_strong(none, -1);
+  };
   int count = 0;
   try {
     count = env_blank && configured != 0 ? configured : detail::cpu_device_count_from(env);
-  } catch (const backend_error& e) {  // a registry keeps this failure: set_cpu_device_count must not look fine after it
-    detail::cpu_start_failure() = e.what();
-    int none = 0;
-    detail::created_cpu_devices().compare_exchange_strong(none, -1);
+  } catch (const backend_error& e) {
+    keep_failure(e.what());
     throw;
   }
+  // The count is published once the devices run (their threads may fail to start).
+  std::unique_ptr<cpu_client> started;
+  try {
+    started = std::make_unique<cpu_client>(count);
+  } catch (const std::exception& e) {
+    const std::string why = detail::format_message("the cpu backend could not start its {} device(s): {}", count, e.what());
+    keep_failure(why);
+    throw backend_error(why);
+  }
   if (detail::created_cpu_devices().load() <= 0) detail::created_cpu_devices().store(count);  // (a later start that works)
-  lock.unlock();
-  return std::make_unique<cpu_client>(count);
+  return started;
 }
 
 DEVTAP_FUNC int detail::cpu_device_count_from(const char* text) {

@@ -154,6 +154,15 @@ public:
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
+  /** Destroys each client (last declared first) while the rest of the registry still lives: a
+   * client's destructor runs the work queued on its devices, and that work may still ask this
+   * registry for a backend; from here on every such call throws `backend_error` ("... is being
+   * destroyed") instead of reading freed members. */
+  ~registry() {
+    destroying_.store(true, std::memory_order_seq_cst);
+    for (std::size_t i = count; i-- > 0;) slots_[i].instance.reset();  // (reset: null before the delete)
+  }
+
   /** Initialises the backend `name` only (once) and returns its client.
    * Throws `backend_error`: unknown name, not enabled by the platforms list, its `create()` failed
    * (with the recorded reason), or it has no devices. Naming "cpu" counts as asking for cpu. */
@@ -229,6 +238,7 @@ public:
   /** Failures recorded so far, backend name → reason. Initialises nothing: call `backends()` first
    * to have every backend tried. */
   std::map<std::string, std::string, std::less<>> backend_errors() const {
+    check_alive();
     std::map<std::string, std::string, std::less<>> errors;
     for (std::size_t i = 0; i < count; ++i) {
       const slot& s = slots_[i];
@@ -284,7 +294,13 @@ private:
     return detail::join(declared_names, [](std::string_view n) { return n; });
   }
 
+  void check_alive() const {
+    if (destroying_.load(std::memory_order_seq_cst))
+      throw backend_error(detail::format_message("devtap::registry of backends {} is being destroyed", known_names()));
+  }
+
   void check_config() const {
+    check_alive();
     if (!config_error_.empty()) throw backend_error(config_error_);
   }
 
@@ -368,6 +384,7 @@ private:
   std::string config_error_;            // the first unknown or repeated name in the platforms list
   std::atomic<bool> cpu_requested_{false};
   std::atomic<bool> warned_{false};
+  std::atomic<bool> destroying_{false};  // ~registry() has begun: see check_alive()
 };
 
 DEVTAP_END_NAMESPACE
