@@ -2,7 +2,8 @@
 //
 //   devtap-recording summary RUN.devtap           devices, points, record counts, time span, markers
 //   devtap-recording trace RUN.devtap OUT.json    the Chrome Trace Event file of the live run, but that
-//                                                 tap values show their sizes (their types are the program's)
+//                                                 tap values show their sizes (their types are the program's);
+//                                                 OUT.json "-": standard output
 //
 // Exit status: 0 done, 1 a damaged or unreadable recording or an unwritable output, 2 bad usage.
 #include <devtap/devtap.hpp>
@@ -10,7 +11,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -42,12 +45,21 @@ std::string_view kind_name(point_kind k) {
   return "?";
 }
 
+// Standard output is buffered: a full disk or a closed pipe shows only at the flush, which must
+// not turn into exit status 0.
+int finish_output(std::string_view what) {
+  if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return 0;
+  fmt::print(stderr, "devtap-recording: {} could not be written to standard output: {}\n", what, std::strerror(errno));
+  return 1;
+}
+
 int summary(recording_reader& file) {
   struct counts {
     std::uint64_t records = 0, bytes = 0;
   };
-  std::map<std::uint32_t, counts> by_point;  // by id; records no point had live: id | unknown_row
-  constexpr std::uint32_t unknown_row = std::uint32_t{1} << 31;  // (ids are under 2^30)
+  // By (unknown, id): a record no point had live gets a row of its own, not the row of the point
+  // that took its id later. (Ids use all 32 bits: calls carry the top one.)
+  std::map<std::pair<bool, std::uint32_t>, counts> by_point;
   std::vector<counts> by_device(file.devices().size());
   std::map<std::string_view, std::pair<std::uint64_t, std::uint64_t>> markers;  // name -> (count, markers)
   std::vector<std::uint64_t> lines(file.devices().size(), 0);
@@ -64,7 +76,7 @@ int summary(recording_reader& file) {
       m.first += e.count, ++m.second;
       return;
     }
-    auto& p = by_point[e.unknown ? e.id | unknown_row : e.id];  // (a row of its own: not the point that took the id later)
+    auto& p = by_point[{e.unknown, e.id}];
     ++p.records, p.bytes += e.bytes;
     ++by_device[e.device].records, by_device[e.device].bytes += e.bytes;
   });
@@ -78,9 +90,8 @@ int summary(recording_reader& file) {
     fmt::print("{:<24} {:>14} {:>16} {:>14}\n", file.devices()[d].name, by_device[d].records, by_device[d].bytes, lines[d]);
   fmt::print("\n{:<24} {:<6} {:>14} {:>16}\n", "point", "kind", "records", "payload bytes");
   for (const auto& [key, c] : by_point) {
-    const std::uint32_t id = key & ~unknown_row;
-    const auto* p = (key & unknown_row) != 0 ? nullptr : file.point(id);
-    fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? p->name : fmt::format("unknown id {}", id),
+    const auto* p = key.first ? nullptr : file.point(key.second);
+    fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? p->name : devtap::detail::unknown_id_text(key.second),
                p != nullptr ? kind_name(p->kind) : "-", c.records, c.bytes);
   }
   fmt::print("\nmarkers:");
@@ -88,7 +99,7 @@ int summary(recording_reader& file) {
   for (const auto& [name, m] : markers) fmt::print(" {} {} ({} marker(s))", name, m.first, m.second);
   fmt::print("\n");
   if (file.cut_short_at() != 0) fmt::print("{}\n", cut_text(file));
-  return 0;
+  return finish_output("the summary");
 }
 
 int trace(recording_reader& file, const std::string& out_path) {
@@ -119,9 +130,10 @@ int trace(recording_reader& file, const std::string& out_path) {
     fmt::print(stderr, "devtap-recording: {}\n", error);
     return 1;
   }
-  fmt::print("wrote {} ({} events)\n", out_path, trace.events());
+  // On stderr: the trace may be standard output ("-").
+  fmt::print(stderr, "devtap-recording: wrote {} ({} events)\n", out_path, trace.events());
   if (file.cut_short_at() != 0) fmt::print(stderr, "devtap-recording: {}\n", cut_text(file));
-  return 0;
+  return finish_output("the trace");
 }
 
 }  // namespace
@@ -133,18 +145,19 @@ int main(int argc, char** argv) {
   if (!is_summary && !is_trace) {
     fmt::print(stderr,
                "usage: devtap-recording summary RUN.devtap\n"
-               "       devtap-recording trace RUN.devtap OUT.json\n");
+               "       devtap-recording trace RUN.devtap OUT.json   (OUT.json: - for standard output)\n");
     return 2;
   }
+  const std::string out = !is_trace ? std::string() : args[2] == "-" ? std::string("/dev/stdout") : std::string(args[2]);
   std::error_code same_error;  // (none: an output that does not exist yet is not the input)
-  if (is_trace && std::filesystem::equivalent(args[1], args[2], same_error)) {
+  if (is_trace && std::filesystem::equivalent(args[1], out, same_error)) {
     fmt::print(stderr, "devtap-recording: the output {} is the recording itself: writing it would destroy what it reads\n",
                args[2]);
     return 1;
   }
   try {
     recording_reader file{std::string(args[1])};
-    return is_summary ? summary(file) : trace(file, std::string(args[2]));
+    return is_summary ? summary(file) : trace(file, out);
   } catch (const std::exception& e) {
     fmt::print(stderr, "devtap-recording: {}\n", e.what());
     return 1;

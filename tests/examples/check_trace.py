@@ -8,7 +8,8 @@ Checks, for both traces: the file is JSON; every event is well-formed (ph, pid, 
 every non-metadata event); each device's track has its name; on each track the times never go
 back (in file order); scopes begin and end in nested pairs with matching names; the counts of taps,
 scope ends, printed lines and calls are the given ones; no drop, loss or error markers. And the summary of
-the recording names every device and the tap point with its count.
+the recording names the tap point and the call point with their kinds and counts (no row of an
+unknown id); the trace converted to standard output ("-") is JSON only, the same as the file.
 """
 import argparse
 import json
@@ -108,8 +109,14 @@ def main() -> int:
         sys.stdout.write(summary.stdout + summary.stderr)
         if summary.returncode != 0:
             problems.append(f"devtap-recording summary exited {summary.returncode}")
-        elif f"step " not in summary.stdout or f"{args.taps}" not in summary.stdout:
-            problems.append("the summary does not show the 'step' point with its count")
+        else:
+            rows = {cells[0]: cells for cells in (line.split() for line in summary.stdout.splitlines()) if cells}
+            for name, kind, count in (("step", "tap", args.taps), ("schedule", "call", args.calls)):
+                if rows.get(name, [])[1:3] != [kind, str(count)]:
+                    problems.append(f"the summary does not show the {kind} point '{name}' with {count} records: "
+                                    f"{rows.get(name)}")
+            if "unknown" in summary.stdout:
+                problems.append("the summary has a row of an unknown id")
         convert = subprocess.run([args.tool, "trace", str(out / "timeline.devtap"), str(out / "converted.json")],
                                  capture_output=True, text=True)
         sys.stdout.write(convert.stdout + convert.stderr)
@@ -117,6 +124,15 @@ def main() -> int:
             problems.append(f"devtap-recording trace exited {convert.returncode}")
         else:
             check(out / "converted.json", args, problems, converted=True)
+            piped = subprocess.run([args.tool, "trace", str(out / "timeline.devtap"), "-"], capture_output=True, text=True)
+            try:
+                same = piped.returncode == 0 and json.loads(piped.stdout) == json.loads(
+                    (out / "converted.json").read_text(encoding="utf-8"))
+            except ValueError as e:
+                same = False
+                problems.append(f"devtap-recording trace ... - wrote more than JSON to standard output: {e}")
+            if not same:
+                problems.append(f"devtap-recording trace ... - (exit {piped.returncode}) differs from the file it writes")
     for p in problems[:40]:
         print("FAIL:", p)
     return 1 if problems else 0

@@ -1676,7 +1676,7 @@ TEST_CASE("replay: a record unknown live is unknown in the replay, though a late
   CHECK(replayed_b == std::vector<int>{78});
   CHECK(st.delivered == 1);
   CHECK(st.records == 2);
-  // The entry keeps its own id (the converted trace names it "unknown id 2", as the live one did),
+  // The entry keeps its own id (the converted trace names it "unknown consumer id 2", as the live one did),
   // marked as no point's.
   devtap::detail::recording_reader file_reader(file.path);
   std::vector<std::pair<std::uint32_t, bool>> entries;  // (id, unknown)

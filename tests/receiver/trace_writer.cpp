@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
@@ -19,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <fcntl.h>
 #include <unistd.h>
 #include <vector>
 
@@ -204,6 +206,97 @@ TEST_CASE("the trace marks drops, consumer failures and unknown ids on the devic
   CHECK(threw);
   CHECK(unknown);
   CHECK(events_of(events, "unknown").size() == 1);
+}
+
+TEST_CASE("a marker about a record is at that record's time: a track's times never go back") {
+  // Before, a consumer failure, a mismatch or an unknown id was marked at the reader's clock, after
+  // the device's time of the records read next (the reader runs behind the device).
+  const temp_file file("trace-marker-times");
+  devtap::cpu_client cpus(1);
+  std::uint32_t stranger_id = 0;
+  {
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .trace_file = file.path});
+    auto point = rx.attach<int>([&](const int& v) {
+      if (v % 1000 == 7) throw std::runtime_error("seven");
+    });
+    const devtap::tap_point<int> stranger{point.id + 100, point.fingerprint, point.receiver};
+    stranger_id = stranger.id;
+    const devtap::tap_point<float> wrong{point.id, devtap::type_fingerprint_v<float>, point.receiver};
+    cpus.cpu_devices()[0]
+        ->submit([&](devtap::cpu_context& ctx) {
+          for (int i = 0; i < 20000; ++i) {
+            ctx.tap(point, i);
+            if (i == 5000) ctx.tap(stranger, i);
+            if (i == 6000) ctx.tap(wrong, 1.0f);
+          }
+        })
+        .get();
+    CHECK_THROWS_AS(rx.close(), devtap::tap_error);
+  }
+  const nlohmann::json events = read_trace(file.path);
+  double last = -1;
+  std::size_t markers = 0, backwards = 0;
+  for (const auto& e : events) {
+    if (e.value("ph", "") == "M") continue;  // metadata: no time
+    const double ts = e["ts"].get<double>();
+    if (ts < last) ++backwards;
+    last = ts;
+    if (e.value("cat", "") == "marker" && e["name"] == "error") ++markers;
+  }
+  CHECK(markers == 16 + 2);  // the throws (the first 16 of each consumer are kept and marked), the stranger, the mismatch
+  CHECK(backwards == 0);
+  const auto unknown = events_of(events, "unknown");
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0]["name"] == "unknown consumer id " + std::to_string(stranger_id));
+}
+
+TEST_CASE("a trace file that is this process's standard error is written at its offset, not emptied") {
+  const temp_file file("trace-stderr");
+  const int saved = ::dup(STDERR_FILENO);
+  REQUIRE(saved >= 0);
+  {
+    const int fd = ::open(file.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+    ::close(fd);
+  }
+  const auto restore = [&] {
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+  };
+  bool wrote = ::write(STDERR_FILENO, "before\n", 7) == 7;
+  std::string opened;
+  try {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .trace_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "x");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 100; ++i) ctx.tap(point, i);
+    });
+    rx.close();
+  } catch (const std::exception& e) {
+    opened = e.what();
+  }
+  wrote = ::write(STDERR_FILENO, "after\n", 6) == 6 && wrote;
+  restore();
+  REQUIRE(opened.empty());
+  REQUIRE(wrote);
+  const std::string text = devtap_test::read_all(file.path);
+  REQUIRE(text.size() > 13);
+  CHECK(text.substr(0, 7) == "before\n");
+  CHECK(text.substr(text.size() - 6) == "after\n");
+  const nlohmann::json doc = nlohmann::json::parse(text.substr(7, text.size() - 13));  // throws on anything but JSON
+  CHECK(events_of(doc["traceEvents"], "tap").size() == 100);
+}
+
+TEST_CASE("a trace or record path with a NUL byte is refused, not cut short") {
+  const temp_file file("trace-nul");
+  devtap::cpu_client cpus(1);
+  using namespace std::string_literals;
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .trace_file = file.path + "\0.bak"s}),
+                    Catch::Contains("holds a NUL byte (at " + std::to_string(file.path.size()) + ")"));
+  CHECK_THROWS_AS(devtap::receiver({.devices = all(cpus), .record_file = file.path + "\0.bak"s}), std::invalid_argument);
+  CHECK_FALSE(std::filesystem::exists(file.path));
 }
 
 TEST_CASE("without timestamps the trace places records at their arrival, with the stream's count") {

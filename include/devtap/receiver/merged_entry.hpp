@@ -37,7 +37,8 @@ public:
    *  (close() had given up). Called with the entry's lock held. */
   struct outcome_sink {
     std::function<void(std::size_t device_index, std::uint64_t records, std::uint64_t bytes)> delivered;
-    std::function<void(std::size_t device_index, std::exception_ptr error, bool at_end)> failed;
+    // at_ns: the time of the record the consumer threw on (0: at its end)
+    std::function<void(std::size_t device_index, std::exception_ptr error, bool at_end, std::uint64_t at_ns)> failed;
     std::function<void(std::size_t device_index, delivery result)> refused;
     std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
@@ -308,7 +309,7 @@ private:
         if (!call_consumer([&] { result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size); }, error))
           return;  // the sink's receiver is gone
         if (error) {
-          sink.failed(first, error, false);
+          sink.failed(first, error, false, h.stamp.time_ns);
         } else if (result == delivery::delivered) {
           ++q.uncounted_records;
           q.uncounted_bytes += h.size;
@@ -326,7 +327,7 @@ private:
         q.finished = true;
         std::exception_ptr error;
         if (!call_consumer([&] { inner->finish(d, *q.dev); }, error)) return;  // the sink's receiver is gone
-        if (error) sink.failed(d, error, true);
+        if (error) sink.failed(d, error, true, 0);
       }
     }
 

@@ -33,15 +33,6 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-/** The id of a record no consumer has, in words ("unknown consumer id 7", "unknown handler id 7"),
- *  for the log, the trace and close()'s report alike. An id still carrying the stamp flag came from
- *  a producer that stamps, into a receiver without timestamps (dispatch leaves the flag): say so. */
-inline std::string unknown_id_text(std::uint32_t id) {
-  const std::string plain = std::to_string(id & ~(call_id_flag | stamped_id_flag));
-  return ((id & call_id_flag) ? "unknown handler id " : "unknown consumer id ") + plain +
-         ((id & stamped_id_flag) ? " (stamped, and this receiver takes no timestamps)" : "");
-}
-
 /** One device's ring, reader thread and counters. */
 struct device_stream {
   device* dev = nullptr;
@@ -131,10 +122,12 @@ struct receiver_state {
   // readers start, closed by close() after them; each reader feeds them every record it reads.
   std::vector<std::unique_ptr<record_sink>> sinks;
 
-  /** Tells every sink (a marker on `stream`'s track, at the time of this call). */
-  void mark(const device_stream& stream, marker_kind kind, std::uint64_t count, std::string_view text) {
+  /** Tells every sink (a marker on `stream`'s track): at `at_ns`, the time the sinks gave the record
+   *  it is about (so that its track's times do not go back at the next record), else (0) now. */
+  void mark(const device_stream& stream, marker_kind kind, std::uint64_t count, std::string_view text, std::uint64_t at_ns = 0) {
     const bool from_reader = ring_read_here == stream.ring->host.consumer;  // the device's own reader
-    for (auto& sink : sinks) sink->marker(stream.index, stamp_now_ns(), kind, count, text, from_reader);
+    if (at_ns == 0 && !sinks.empty()) at_ns = stamp_now_ns();
+    for (auto& sink : sinks) sink->marker(stream.index, at_ns, kind, count, text, from_reader);
   }
   /** The stream's reader is done: its last word to the sinks. */
   void end_sinks(device_stream& stream) {
@@ -150,7 +143,8 @@ struct receiver_state {
   static constexpr std::uint64_t kept_failures_per_source = 16;
   std::map<std::pair<std::string, std::string>, std::uint64_t> failures_by_source;  // (device, consumer) -> thrown
 
-  void record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error);
+  /** A consumer threw (`at_ns`: its record's time for the sinks, as mark() takes it). */
+  void record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error, std::uint64_t at_ns = 0);
 
   /** Sets `finished` or `work_done` (close() waits on both under done_mutex). */
   void mark_done(std::atomic<bool>& flag) {
@@ -280,6 +274,7 @@ private:
   std::uint32_t table_version_ = ~0u;
   std::uint64_t delivered_records_ = 0, delivered_bytes_ = 0, published_position_;
   std::uint64_t records_read_ = 0;  // the sequence number of unstamped records
+  std::uint64_t sink_time_ns_ = 0;  // the time the sinks gave the record being dispatched (markers about it)
   std::int64_t clock_offset_ns_;    // the device's clock minus the host's (a GPU's; 0 for cpu rings)
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
   bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged

@@ -5,7 +5,7 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error) {
+DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std::string consumer_name, std::exception_ptr error, std::uint64_t at_ns) {
   {
     std::lock_guard lock(failures_mutex);
     if (++failures_by_source[{stream.device_name, consumer_name}] > kept_failures_per_source) return;
@@ -19,7 +19,7 @@ DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std
   }
   log(log_level::error, "receiver '{}': consumer '{}' on {} threw: {} (postponed to close())", name, consumer_name,
       stream.device_name, message);
-  mark(stream, marker_kind::error, 1, "consumer '" + consumer_name + "' threw: " + message);
+  mark(stream, marker_kind::error, 1, "consumer '" + consumer_name + "' threw: " + message, at_ns);
   std::lock_guard lock(failures_mutex);
   failures.push_back({stream.device_name, std::move(consumer_name), std::move(message), std::move(error)});
 }
@@ -162,9 +162,8 @@ DEVTAP_FUNC void device_reader::end_answers() {
 
 // inline in compiled mode too: run() is its only caller, and always_inline needs a body no link replaces.
 inline void device_reader::dispatch(const record_ref& rec) {
-  // The stamp flag counts only where this receiver asked for stamps (a call's stamp comes before its
-  // call_request); where it does not count, the id keeps the flag and no consumer has such an id (a
-  // call is refused, no_handler).
+  // The stamp flag counts only where this receiver asked for stamps (a call's stamp comes before its call_request);
+  // where it does not count, the id keeps the flag and no consumer has such an id (a call is refused, no_handler).
   const std::uint32_t cid = rec.header->consumer_id;
   const bool stamped =
       state_.options.timestamps && (cid & stamped_id_flag) != 0 && rec.payload_bytes >= sizeof(tap_stamp);
@@ -205,7 +204,7 @@ inline void device_reader::dispatch(const record_ref& rec) {
     if (stream_.unknown_by_id[id]++ == 0) {
       const std::string what = (is_call ? "call for " : "record for ") + unknown_id_text(id), outcome = is_call ? "refused" : "skipped";
       log(log_level::error, "receiver '{}': {} on {} ({}; logged once)", state_.name, what, stream_.device_name, outcome);
-      state_.mark(stream_, marker_kind::error, 1, what + " (" + outcome + ")");
+      state_.mark(stream_, marker_kind::error, 1, what + " (" + outcome + ")", sink_time_ns_);
     }
     return;
   }
@@ -230,7 +229,7 @@ inline bool device_reader::hand_over(consumer_entry& entry, const record_ref& re
     result = entry.deliver(stream_.index, *stream_.dev, stamp, payload, payload_bytes);
   } catch (...) {
     count_one(stream_.consumer_errors);
-    state_.record_failure(stream_, entry.name, std::current_exception());
+    state_.record_failure(stream_, entry.name, std::current_exception(), sink_time_ns_);
     return false;
   }
   if (result == delivery::delivered) [[likely]]
@@ -260,7 +259,7 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
                  : "receiver '{}': record for consumer '{}' on {} does not match its type (fingerprint {} expected {}, "
                    "{} payload bytes; skipped; logged once)",
             state_.name, entry.name, stream_.device_name, rec.header->fingerprint, entry.fingerprint, rec.payload_bytes);
-        state_.mark(stream_, marker_kind::error, 1, "record for consumer '" + entry.name + "' does not match its type (skipped)");
+        state_.mark(stream_, marker_kind::error, 1, "record for consumer '" + entry.name + "' does not match its type (skipped)", sink_time_ns_);
       }
       return false;
     case delivery::failed_before:
@@ -283,6 +282,7 @@ DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry*
   static const point_description scope_description{scope_record_id, point_kind::scope, type_fingerprint_v<scope_event>,
                                                    "scope"};
   if (!stamp.stamped) stamp.time_ns = stamp_now_ns();  // sinks place an unstamped record at its arrival
+  sink_time_ns_ = stamp.time_ns;
   const point_description* point = nullptr;
   if (id == scope_record_id) point = &scope_description;
   else if (entry != nullptr) point = &points_[(id & ~call_id_flag) - 1];

@@ -176,9 +176,9 @@ private:
             s->streams[device]->records.fetch_add(records, std::memory_order_relaxed);
             s->streams[device]->bytes.fetch_add(bytes, std::memory_order_relaxed);
           },
-          [s, scope, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end) {
+          [s, scope, consumer = entry->name](std::size_t device, std::exception_ptr e, bool at_end, std::uint64_t at_ns) {
             if (!at_end && !scope) s->streams[device]->consumer_errors.fetch_add(1, std::memory_order_relaxed);
-            s->record_failure(*s->streams[device], consumer, std::move(e));  // (reported, scope or not)
+            s->record_failure(*s->streams[device], consumer, std::move(e), at_ns);  // (reported, scope or not)
           },
           [s, scope](std::size_t device, detail::delivery result) {
             if (scope) return;  // counted once, by its reader

@@ -33,6 +33,15 @@ namespace detail {
 
 struct consumer_entry;
 
+/** The id of a record no consumer has, in words ("unknown consumer id 7", "unknown handler id 7"),
+ *  for the log, the trace and close()'s report alike. An id still carrying the stamp flag came from
+ *  a producer that stamps, into a receiver without timestamps (dispatch leaves the flag): say so. */
+inline std::string unknown_id_text(std::uint32_t id) {
+  const std::string plain = std::to_string(id & ~(call_id_flag | stamped_id_flag));
+  return ((id & call_id_flag) ? "unknown handler id " : "unknown consumer id ") + plain +
+         ((id & stamped_id_flag) ? " (stamped, and this receiver takes no timestamps)" : "");
+}
+
 /** What a point's records are, so that a sink draws each kind its own way. */
 enum class point_kind : std::uint32_t { tap = 1, call = 2, print = 3, scope = 4 };
 
@@ -164,6 +173,10 @@ protected:
   sink_file(const std::string& path, std::string_view what, std::string_view where, std::size_t devices)
       : path_(path), what_(what), where_(where) {
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
+    // open() would stop at the NUL and write to a shorter path than the one named.
+    if (const auto nul = path.find('\0'); nul != std::string::npos)
+      throw std::invalid_argument(where_ + "the path '" + path.substr(0, nul) + "\\0...' holds a NUL byte (at " +
+                                  std::to_string(nul) + ")");
     // A regular file is locked before it is emptied: a second writer of it (another receiver, or
     // this one's other file option) is refused instead of truncating and interleaving into it. The
     // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
@@ -194,9 +207,24 @@ protected:
     struct ::stat info {};
     if (::fstat(fd, &info) != 0) refuse(false);
     regular_ = S_ISREG(info.st_mode);
+    // This process's standard output or error (/dev/stdout, or the file `>` sent it to): written
+    // through that descriptor, at its offset, as the program's own output is; a descriptor of our own
+    // would start at 0 and empty the file, overwriting what was written before.
+    for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
+      struct ::stat standard_info {};
+      if (!regular_ || ::fstat(standard, &standard_info) != 0 || standard_info.st_dev != info.st_dev ||
+          standard_info.st_ino != info.st_ino)
+        continue;
+      const int shared = ::fcntl(standard, F_DUPFD_CLOEXEC, 0);
+      if (shared < 0) refuse(false);
+      ::close(fd);
+      fd = shared;
+      regular_ = false;  // neither emptied nor locked: the shell made it, and other output shares it
+      made_.clear();
+    }
     if (regular_ && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
     const int flags = ::fcntl(fd, F_GETFL);  // writes block again, as any file's (back-pressure from a pipe)
-    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) refuse(false);
+    if (flags < 0 || ((flags & O_NONBLOCK) != 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) refuse(false);
     // fdopen neither empties nor writes: all that can fail is done before the receiver attaches.
     if ((file_ = ::fdopen(fd, "wb")) == nullptr) refuse(false);
   }

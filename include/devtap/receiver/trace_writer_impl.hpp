@@ -100,7 +100,7 @@ DEVTAP_FUNC bool trace_writer::record(const sink_record& rec, const point_descri
     }
   }
   if (point == nullptr) {
-    begin_event(out, "i", rec.device, rec.stamp.time_ns, "unknown", "unknown id " + std::to_string(rec.id));
+    begin_event(out, "i", rec.device, rec.stamp.time_ns, "unknown", unknown_id_text(rec.id));
   } else {
     begin_event(out, "i", rec.device, rec.stamp.time_ns, kind == point_kind::call ? "call" : "tap", point->name);
   }

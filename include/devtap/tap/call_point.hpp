@@ -45,8 +45,6 @@ private:
 };
 
 namespace detail {
-/** Set in the consumer id of call records: the reader answers them even when no handler fits. */
-inline constexpr std::uint32_t call_id_flag = std::uint32_t{1} << 31;
 
 /** Whether a point's id can be a handler's: the call flag, and not a tap's stamp flag (a call whose
  *  id carried both would have its request read as a stamp, and be answered in another's slot). */

@@ -33,6 +33,8 @@ namespace detail {
 
 /** Set in the consumer id of a record that starts with a tap_stamp (timestamps on). */
 inline constexpr std::uint32_t stamped_id_flag = std::uint32_t{1} << 30;
+/** Set in the consumer id of call records: the reader answers them even when no handler fits. */
+inline constexpr std::uint32_t call_id_flag = std::uint32_t{1} << 31;
 
 /** Whether a tap's point id can name an attached consumer: ids from attach() are small, 0 ends the
  *  stream (end_of_stream_id) and the top two bits mark stamps and calls. One rule for host and device taps: a tap
