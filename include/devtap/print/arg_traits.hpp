@@ -111,7 +111,7 @@ struct print_arg<std::string_view> {
 // Arrays and spans are sent as their elements' bytes, which cannot be read through volatile (a
 // volatile scalar is read once, as a plain value).
 template <class T>
-constexpr bool print_volatile_elements_v = std::is_volatile_v<T> || std::is_volatile_v<std::remove_all_extents_t<T>>;
+constexpr bool print_volatile_elements_v = std::is_volatile_v<std::remove_all_extents_t<T>>;
 template <class E, std::size_t N>
 constexpr bool print_volatile_elements_v<std::array<E, N>> = std::is_volatile_v<E>;
 template <class E, std::size_t X>

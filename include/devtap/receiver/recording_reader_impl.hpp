@@ -80,28 +80,36 @@ DEVTAP_FUNC void recording_reader::open_file() {
   if (std::fseek(file_, 0, SEEK_END) != 0) throw std::runtime_error("devtap: recording '" + path_ + "' cannot be read: " + std::strerror(errno));
   file_bytes_ = static_cast<std::uint64_t>(std::ftell(file_));
   std::rewind(file_);
+  // The header is read once, into the bytes rewind_entries() compares it with later: what is
+  // parsed here is what is checked there.
+  opened_header_.resize(32);
   char magic[8];
   std::uint32_t version_flags[2];
   std::uint64_t sizes[2];
-  if (std::fread(magic, 1, 8, file_) != 8 || std::memcmp(magic, recording_magic, 8) != 0) {
+  const std::size_t fixed_read = std::fread(opened_header_.data(), 1, 32, file_);
+  std::memcpy(magic, opened_header_.data(), 8);
+  std::memcpy(version_flags, opened_header_.data() + 8, 8);
+  std::memcpy(sizes, opened_header_.data() + 16, 16);
+  if (fixed_read < 8 || std::memcmp(magic, recording_magic, 8) != 0) {
     throw std::runtime_error("devtap: '" + path_ + "' is not a devtap recording (no recording header)");
   }
-  if (std::fread(version_flags, 1, 8, file_) != 8 || version_flags[0] == 0 || version_flags[0] > recording_version) {
+  if (fixed_read < 32) throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
+  if (version_flags[0] == 0 || version_flags[0] > recording_version) {
     throw std::runtime_error("devtap: recording '" + path_ + "' has format version " + std::to_string(version_flags[0]) +
                              "; this devtap reads versions 1 to " + std::to_string(recording_version));
   }
   version_ = version_flags[0];
   timestamps_ = (version_flags[1] & recording_timestamps_flag) != 0;
-  std::vector<std::uint64_t> header;
-  if (std::fread(sizes, 1, 16, file_) != 16 || sizes[1] % 8 != 0 || sizes[1] > file_bytes_ - 32) {
+  if (sizes[1] % 8 != 0 || sizes[1] > file_bytes_ - 32) {
     throw std::runtime_error("devtap: recording '" + path_ + "': truncated or damaged header");
   }
   origin_ns_ = sizes[0];
-  header.resize(sizes[1] / 8);
-  if (std::fread(header.data(), 1, sizes[1], file_) != sizes[1]) {
+  entries_at_ = 32 + sizes[1];
+  opened_header_.resize(entries_at_);
+  if (std::fread(opened_header_.data() + 32, 1, sizes[1], file_) != sizes[1]) {
     throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
   }
-  word_reader r{reinterpret_cast<const std::byte*>(header.data()), header.size() * 8};
+  word_reader r{opened_header_.data() + 32, sizes[1]};
   receiver_name_ = std::string(r.str());
   const auto count = r.get<std::uint32_t>();
   r.align();
@@ -122,11 +130,6 @@ DEVTAP_FUNC void recording_reader::open_file() {
   if (!r.ok) {
     throw std::runtime_error("devtap: recording '" + path_ + "': damaged header");
   }
-  entries_at_ = 32 + sizes[1];
-  opened_header_.resize(entries_at_);
-  std::rewind(file_);
-  if (std::fread(opened_header_.data(), 1, entries_at_, file_) != entries_at_)
-    throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
   chunk_header h;
   // Every definition, up front: a consumer is attached by name before any record is read.
   std::fseek(file_, static_cast<long>(entries_at_), SEEK_SET);
