@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -139,6 +140,7 @@ int trace(recording_reader& file, const std::string& out_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe on stdout is a write error (exit status 1), not a kill
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   const bool is_summary = args.size() == 2 && args[0] == "summary";
   const bool is_trace = args.size() == 3 && args[0] == "trace";

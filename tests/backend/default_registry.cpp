@@ -12,7 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #if defined(DEVTAP_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -140,7 +142,17 @@ TEST_CASE("default registry: cpu devices whose threads cannot start are a kept, 
 #if defined(DEVTAP_TEST_SANITIZED)
   WARN("not run under a sanitizer (its runtime needs more address space than the limit this test sets)");
 #else
-  // Room for this process and a few threads, not for 1024 thread stacks of 8 MiB.
+  // Room for this process and a few threads, not for 1024 thread stacks (8 MiB each by default).
+  pthread_attr_t defaults;
+  std::size_t stack = 0;
+  REQUIRE(pthread_getattr_default_np(&defaults) == 0);
+  pthread_attr_getstacksize(&defaults, &stack);
+  pthread_attr_destroy(&defaults);
+  const rlim_t headroom = rlim_t{256} << 20;
+  if (1024 * static_cast<rlim_t>(stack) <= 2 * headroom) {
+    WARN("not run: threads of " << stack << " bytes of stack would all fit in the address space this test leaves");
+    return;
+  }
   unsigned long pages = 0;
   if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
     if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
@@ -150,7 +162,7 @@ TEST_CASE("default registry: cpu devices whose threads cannot start are a kept, 
   rlimit before{};
   REQUIRE(getrlimit(RLIMIT_AS, &before) == 0);
   rlimit limited = before;
-  limited.rlim_cur = pages * 4096 + (rlim_t{256} << 20);
+  limited.rlim_cur = pages * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + headroom;
   REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
   std::string failure;
   try {

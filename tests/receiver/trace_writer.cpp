@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -21,6 +22,7 @@
 #include <string>
 #include <thread>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -250,43 +252,156 @@ TEST_CASE("a marker about a record is at that record's time: a track's times nev
   CHECK(unknown[0]["name"] == "unknown consumer id " + std::to_string(stranger_id));
 }
 
-TEST_CASE("a trace file that is this process's standard error is written at its offset, not emptied") {
-  const temp_file file("trace-stderr");
-  const int saved = ::dup(STDERR_FILENO);
-  REQUIRE(saved >= 0);
-  {
-    const int fd = ::open(file.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0);
-    REQUIRE(::dup2(fd, STDERR_FILENO) == STDERR_FILENO);
-    ::close(fd);
+namespace {
+/** This process's stderr sent to `path` (as a shell's `2>` does) while alive; devtap's log pinned to
+ *  warnings (debug lines would go into the file the test reads). */
+class stderr_to_file {
+public:
+  explicit stderr_to_file(const std::string& path) : level_(devtap::get_log_level()) {
+    devtap::set_log_level(devtap::log_level::warn);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ok_ = saved_ >= 0 && fd >= 0 && ::dup2(fd, STDERR_FILENO) == STDERR_FILENO;
+    if (fd >= 0) ::close(fd);
   }
-  const auto restore = [&] {
-    ::dup2(saved, STDERR_FILENO);
-    ::close(saved);
-  };
-  bool wrote = ::write(STDERR_FILENO, "before\n", 7) == 7;
-  std::string opened;
+  ~stderr_to_file() {
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    devtap::set_log_level(level_);
+  }
+  stderr_to_file(const stderr_to_file&) = delete;
+  stderr_to_file& operator=(const stderr_to_file&) = delete;
+  bool ok() const { return ok_; }
+  static bool write(std::string_view text) { return ::write(STDERR_FILENO, text.data(), text.size()) == static_cast<ssize_t>(text.size()); }
+
+private:
+  int saved_ = ::dup(STDERR_FILENO);
+  devtap::log_level level_;
+  bool ok_ = false;
+};
+
+/** What opening a receiver with `options` and tapping 0..99 into "x" on its one device throws ("" if nothing). */
+std::string run_receiver(devtap::cpu_client& cpus, devtap::receiver_options options) {
   try {
-    devtap::cpu_client cpus(1);
-    devtap::receiver rx({.devices = all(cpus), .trace_file = file.path});
+    options.devices = all(cpus);
+    devtap::receiver rx(options);
     auto point = rx.attach<int>([](const int&) {}, "x");
     cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
       for (int i = 0; i < 100; ++i) ctx.tap(point, i);
     });
     rx.close();
   } catch (const std::exception& e) {
-    opened = e.what();
+    return e.what();
   }
-  wrote = ::write(STDERR_FILENO, "after\n", 6) == 6 && wrote;
-  restore();
-  REQUIRE(opened.empty());
+  return {};
+}
+}  // namespace
+
+TEST_CASE("a trace file that is this process's standard error is written at its offset, not emptied") {
+  // Before, a descriptor of its own started at 0 and emptied the file the program's stderr was writing.
+  const temp_file file("trace-stderr");
+  devtap::cpu_client cpus(1);
+  std::string first, second_writer, recording, again;
+  bool wrote = false;
+  {
+    const stderr_to_file redirect(file.path);
+    REQUIRE(redirect.ok());
+    wrote = stderr_to_file::write("before\n");
+    first = run_receiver(cpus, {.trace_file = file.path});
+    // One writer at a time, by either name: stdio's file, not a file of its own.
+    second_writer = run_receiver(cpus, {.trace_file = file.path, .record_file = "/dev/stderr"});
+    // A recording is read from its first byte: this file holds "before" and a trace already.
+    recording = run_receiver(cpus, {.record_file = "/dev/stderr"});
+    wrote = stderr_to_file::write("after\n") && wrote;
+  }
+  INFO(first << " / " << second_writer << " / " << recording);
   REQUIRE(wrote);
+  CHECK(first.empty());
+  CHECK_THAT(second_writer, Catch::Contains("is being written by another writer"));
+  CHECK_THAT(recording, Catch::Contains("is this process's stderr, which holds") &&
+                            Catch::Contains("bytes already: a recording must begin at the file's first byte"));
   const std::string text = devtap_test::read_all(file.path);
   REQUIRE(text.size() > 13);
   CHECK(text.substr(0, 7) == "before\n");
   CHECK(text.substr(text.size() - 6) == "after\n");
   const nlohmann::json doc = nlohmann::json::parse(text.substr(7, text.size() - 13));  // throws on anything but JSON
   CHECK(events_of(doc["traceEvents"], "tap").size() == 100);
+  // Let go at close(): a later receiver writes it again (here as /dev/stderr, through the descriptor).
+  {
+    const stderr_to_file redirect(file.path);
+    again = run_receiver(cpus, {.trace_file = "/dev/stderr"});
+  }
+  CHECK(again.empty());
+  CHECK(events_of(read_trace(file.path), "tap").size() == 100);
+}
+
+TEST_CASE("a trace into stderr's pipe leaves that pipe's flags as the program had them") {
+  // Before, the sink wrote through stderr's own open file and left it non-blocking after close(),
+  // for the program and every other process on that pipe.
+  int ends[2];
+  REQUIRE(::pipe(ends) == 0);
+  const int saved = ::dup(STDERR_FILENO);
+  REQUIRE(saved >= 0);
+  const devtap::log_level level = devtap::get_log_level();
+  devtap::set_log_level(devtap::log_level::warn);
+  REQUIRE(::dup2(ends[1], STDERR_FILENO) == STDERR_FILENO);
+  ::close(ends[1]);
+  std::string drained;
+  std::thread drain([&] {
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(ends[0], buffer, sizeof buffer)) > 0;) drained.append(buffer, static_cast<std::size_t>(n));
+  });
+  devtap::cpu_client cpus(1);
+  const std::string error = run_receiver(cpus, {.trace_file = "/dev/stderr"});
+  const int flags = ::fcntl(STDERR_FILENO, F_GETFL);
+  ::dup2(saved, STDERR_FILENO);  // the pipe's last writer gone: the drain ends
+  ::close(saved);
+  drain.join();
+  ::close(ends[0]);
+  devtap::set_log_level(level);
+  CHECK(error.empty());
+  CHECK((flags & O_NONBLOCK) == 0);
+  CHECK(events_of(nlohmann::json::parse(drained)["traceEvents"], "tap").size() == 100);
+}
+
+TEST_CASE("with stderr closed, a trace file does not take its slot (the program's output would reach it)") {
+  // Before, open() returned descriptor 2, which the sink then took for stderr's own file: the
+  // existing file was not emptied and the trace ended in its old bytes.
+  const temp_file file("trace-stderr-closed");
+  devtap_test::write_all(file.path, std::string(200000, 'x'));
+  const int saved = ::dup(STDERR_FILENO);
+  REQUIRE(saved >= 0);
+  const devtap::log_level level = devtap::get_log_level();
+  devtap::set_log_level(devtap::log_level::off);
+  ::close(STDERR_FILENO);
+  devtap::cpu_client cpus(1);
+  const std::string error = run_receiver(cpus, {.trace_file = file.path});
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  devtap::set_log_level(level);
+  CHECK(error.empty());
+  CHECK(events_of(read_trace(file.path), "tap").size() == 100);  // emptied first: JSON only
+}
+
+TEST_CASE("a trace written into a pipe whose reader left is an error reported by close(), not a SIGPIPE") {
+  // Before, the write raised SIGPIPE, which ends a program that has not set it aside.
+  const temp_file fifo("trace-fifo-gone");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  devtap::cpu_client cpus(1);
+  std::string error;
+  try {
+    devtap::receiver rx({.devices = all(cpus), .trace_file = fifo.path});
+    ::close(reader);  // the viewer went away
+    auto point = rx.attach<int>([](const int&) {}, "x");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 20000; ++i) ctx.tap(point, i);
+    });
+    rx.close();
+  } catch (const devtap::tap_error& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Catch::Contains(std::strerror(EPIPE)));
 }
 
 TEST_CASE("a trace or record path with a NUL byte is refused, not cut short") {

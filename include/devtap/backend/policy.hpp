@@ -13,7 +13,9 @@
 #include <devtap/backend/device.hpp>
 #include <devtap/config.hpp>
 
+#include <array>
 #include <concepts>
+#include <cstddef>
 #include <memory>
 #include <string_view>
 #include <type_traits>
@@ -52,6 +54,50 @@ template <class B>
 concept policy_has_create = requires {
   { B::create() } -> std::convertible_to<std::unique_ptr<client>>;
 };
+
+// Safe accessors: a malformed policy yields only check_backend_policy's static_assert, not a
+// cascade of errors from every place the registry reads a member.
+template <class B>
+consteval std::string_view policy_name() {
+  if constexpr (policy_has_name<B>) return std::string_view(B::name);
+  else return {};
+}
+template <class B>
+consteval int policy_priority() {
+  if constexpr (policy_has_priority<B>) return B::priority;
+  else return 0;
+}
+template <class B>
+consteval bool policy_required() {
+  if constexpr (policy_has_required<B>) return B::required;
+  else return false;
+}
+template <class B>
+std::unique_ptr<client> policy_create() {
+  if constexpr (policy_has_create<B>) return B::create();
+  else return nullptr;
+}
+
+struct backend_entry {
+  std::string_view name;
+  int priority;
+  bool required;
+  std::unique_ptr<client> (*create)();
+};
+
+/** Declaration indices sorted by descending priority; ties keep declaration order (stable). */
+template <std::size_t N>
+consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_entry, N>& entries) {
+  std::array<std::size_t, N> order{};
+  for (std::size_t i = 0; i < N; ++i) order[i] = i;
+  for (std::size_t i = 1; i < N; ++i)  // insertion sort: constexpr and stable
+    for (std::size_t j = i; j > 0 && entries[order[j - 1]].priority < entries[order[j]].priority; --j) {
+      const std::size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  return order;
+}
 
 }  // namespace detail
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -26,50 +27,6 @@
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
-
-// Safe accessors: a malformed policy yields only check_backend_policy's static_assert, not a
-// cascade of errors from every place the registry reads a member.
-template <class B>
-consteval std::string_view policy_name() {
-  if constexpr (policy_has_name<B>) return std::string_view(B::name);
-  else return {};
-}
-template <class B>
-consteval int policy_priority() {
-  if constexpr (policy_has_priority<B>) return B::priority;
-  else return 0;
-}
-template <class B>
-consteval bool policy_required() {
-  if constexpr (policy_has_required<B>) return B::required;
-  else return false;
-}
-template <class B>
-std::unique_ptr<client> policy_create() {
-  if constexpr (policy_has_create<B>) return B::create();
-  else return nullptr;
-}
-
-struct backend_entry {
-  std::string_view name;
-  int priority;
-  bool required;
-  std::unique_ptr<client> (*create)();
-};
-
-/** Declaration indices sorted by descending priority; ties keep declaration order (stable). */
-template <std::size_t N>
-consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_entry, N>& entries) {
-  std::array<std::size_t, N> order{};
-  for (std::size_t i = 0; i < N; ++i) order[i] = i;
-  for (std::size_t i = 1; i < N; ++i)  // insertion sort: constexpr and stable
-    for (std::size_t j = i; j > 0 && entries[order[j - 1]].priority < entries[order[j]].priority; --j) {
-      const std::size_t t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
-  return order;
-}
 
 /** ASCII case-insensitive equality. */
 constexpr bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
@@ -154,12 +111,16 @@ public:
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
-  /** Destroys each client (last declared first) while the rest of the registry still lives: a
-   * client's destructor runs the work queued on its devices, and that work may still ask this
-   * registry for a backend; from here on every such call throws `backend_error` ("... is being
-   * destroyed") instead of reading freed members. */
+  /** Waits for the calls under way on other threads, then destroys each client (last declared
+   * first) while the rest of the registry still lives: a client's destructor runs the work queued on
+   * its devices, and that work may still ask this registry. From the moment this begins, every call
+   * throws `backend_error` ("... is being destroyed"). A client, device or span a call returned
+   * before is the registry's: not to be used once its client is destroyed. */
   ~registry() {
-    destroying_.store(true, std::memory_order_seq_cst);
+    destroying_.store(true, std::memory_order_seq_cst);  // partner: call_guard's load, after its increment
+    // Not for this thread's calls (a create() or a log sink that destroys it): they would wait for themselves.
+    const int mine = static_cast<int>(std::count(call_guard::held().begin(), call_guard::held().end(), this));
+    while (in_flight_.load(std::memory_order_seq_cst) > mine) std::this_thread::sleep_for(std::chrono::microseconds(100));
     for (std::size_t i = count; i-- > 0;) slots_[i].instance.reset();  // (reset: null before the delete)
   }
 
@@ -167,6 +128,7 @@ public:
    * Throws `backend_error`: unknown name, not enabled by the platforms list, its `create()` failed
    * (with the recorded reason), or it has no devices. Naming "cpu" counts as asking for cpu. */
   client& get_backend(std::string_view name) {
+    const call_guard guard(*this);
     check_config();
     const std::size_t index = index_of(name);
     if (index == count)
@@ -180,6 +142,7 @@ public:
 
   /** The default backend's client: the highest-priority backend that initialised (initialises all). */
   client& get_backend() {
+    const call_guard guard(*this);  // (why_none_text() reads the clients too)
     auto all = backends();
     if (all.empty())
       throw backend_error(detail::format_message("No backend could be initialized (errors: {})", why_none_text()));
@@ -195,6 +158,7 @@ public:
    * backend, and the user did not ask for cpu (by name or by a platforms list), warns once:
    * "No GPU found, falling back to CPU; set DEVTAP_LOG=info or call devtap::backend_errors() to see why". */
   std::vector<client*> backends() {
+    const call_guard guard(*this);
     check_config();
     std::vector<client*> usable_clients;
     for (std::size_t index : enabled_) {
@@ -229,6 +193,7 @@ public:
 
   /** The name of the default backend (see `get_backend()`). */
   std::string_view default_backend() {
+    const call_guard guard(*this);
     client& c = get_backend();
     for (std::size_t i = 0; i < count; ++i)
       if (slots_[i].instance.get() == &c) return entries_[i].name;
@@ -238,7 +203,7 @@ public:
   /** Failures recorded so far, backend name → reason. Initialises nothing: call `backends()` first
    * to have every backend tried. */
   std::map<std::string, std::string, std::less<>> backend_errors() const {
-    check_alive();
+    const call_guard guard(*this);
     std::map<std::string, std::string, std::less<>> errors;
     for (std::size_t i = 0; i < count; ++i) {
       const slot& s = slots_[i];
@@ -248,17 +213,35 @@ public:
   }
 
   /** The devices of backend `name` (initialises it). */
-  std::span<device* const> devices(std::string_view name) { return get_backend(name).local_devices(); }
+  std::span<device* const> devices(std::string_view name) {
+    const call_guard guard(*this);
+    return get_backend(name).local_devices();
+  }
   /** The devices of the default backend. */
-  std::span<device* const> devices() { return get_backend().local_devices(); }
+  std::span<device* const> devices() {
+    const call_guard guard(*this);
+    return get_backend().local_devices();
+  }
   /** Number of devices of backend `name` (initialises it). */
-  std::size_t device_count(std::string_view name) { return get_backend(name).device_count(); }
+  std::size_t device_count(std::string_view name) {
+    const call_guard guard(*this);  // (across the client's call too)
+    return get_backend(name).device_count();
+  }
   /** Number of devices of the default backend. */
-  std::size_t device_count() { return get_backend().device_count(); }
+  std::size_t device_count() {
+    const call_guard guard(*this);
+    return get_backend().device_count();
+  }
   /** This process's index as backend `name` sees it. */
-  int process_index(std::string_view name) { return get_backend(name).process_index(); }
+  int process_index(std::string_view name) {
+    const call_guard guard(*this);
+    return get_backend(name).process_index();
+  }
   /** This process's index as the default backend sees it. */
-  int process_index() { return get_backend().process_index(); }
+  int process_index() {
+    const call_guard guard(*this);
+    return get_backend().process_index();
+  }
 
   /** True when `name` is one of this registry's backends. */
   static constexpr bool contains(std::string_view name) noexcept { return index_of(name) != count; }
@@ -294,13 +277,39 @@ private:
     return detail::join(declared_names, [](std::string_view n) { return n; });
   }
 
-  void check_alive() const {
-    if (destroying_.load(std::memory_order_seq_cst))
-      throw backend_error(detail::format_message("devtap::registry of backends {} is being destroyed", known_names()));
-  }
+  /** A call under way: ~registry() waits until none is, and from its start every call throws. */
+  class call_guard {
+  public:
+    explicit call_guard(const registry& r) : r_(r) {
+      r_.in_flight_.fetch_add(1, std::memory_order_seq_cst);
+      if (r_.destroying_.load(std::memory_order_seq_cst)) {  // partner: ~registry()'s store, before its wait
+        r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+        throw backend_error(detail::format_message("devtap::registry of backends {} is being destroyed", known_names()));
+      }
+      try {
+        held().push_back(&r_);
+      } catch (...) {  // out of memory: this guard's destructor will not run
+        r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+        throw;
+      }
+    }
+    ~call_guard() {
+      held().pop_back();
+      r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    call_guard(const call_guard&) = delete;
+    call_guard& operator=(const call_guard&) = delete;
+    /** The registries this thread's calls are in, innermost last. */
+    static std::vector<const registry*>& held() {
+      thread_local std::vector<const registry*> registries;
+      return registries;
+    }
+
+  private:
+    const registry& r_;
+  };
 
   void check_config() const {
-    check_alive();
     if (!config_error_.empty()) throw backend_error(config_error_);
   }
 
@@ -384,7 +393,8 @@ private:
   std::string config_error_;            // the first unknown or repeated name in the platforms list
   std::atomic<bool> cpu_requested_{false};
   std::atomic<bool> warned_{false};
-  std::atomic<bool> destroying_{false};  // ~registry() has begun: see check_alive()
+  std::atomic<bool> destroying_{false};  // ~registry() has begun: see call_guard
+  mutable std::atomic<int> in_flight_{0};  // calls under way (call_guard)
 };
 
 DEVTAP_END_NAMESPACE

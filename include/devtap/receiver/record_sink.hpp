@@ -2,6 +2,7 @@
 /** Where a receiver's records go besides its consumers: the trace file (trace_writer.hpp) and the
  *  recording (recording.hpp) implement `record_sink`; each device's reader feeds them (internal). */
 #include <devtap/config.hpp>
+#include <devtap/receiver/sink_open.hpp>
 #include <devtap/tap/tap_info.hpp>
 
 #include <algorithm>
@@ -166,71 +167,19 @@ protected:
     std::uint64_t dropped = 0;  // taps not written, as far as markers told (the reader's)
   };
 
-  /** Opens `path` for writing, or throws std::invalid_argument beginning with `where` (e.g.
+  /** Opens `path` for writing (open_sink_descriptor), or throws std::invalid_argument beginning with `where` (e.g.
    *  "devtap: receiver_options::trace_file: "); `what` names the file in later errors ("trace file").
    *  Leaves the file as it is until start_file(): a receiver that fails to open after this (a device
    *  already attached) must not have emptied it. */
-  sink_file(const std::string& path, std::string_view what, std::string_view where, std::size_t devices)
+  sink_file(const std::string& path, std::string_view what, std::string_view where, std::size_t devices, bool from_first_byte)
       : path_(path), what_(what), where_(where) {
     for (std::size_t i = 0; i < devices; ++i) tracks_.push_back(std::make_unique<track>());  // before the file: nothing to leak
-    // open() would stop at the NUL and write to a shorter path than the one named.
-    if (const auto nul = path.find('\0'); nul != std::string::npos)
-      throw std::invalid_argument(where_ + "the path '" + path.substr(0, nul) + "\\0...' holds a NUL byte (at " +
-                                  std::to_string(nul) + ")");
-    // A regular file is locked before it is emptied: a second writer of it (another receiver, or
-    // this one's other file option) is refused instead of truncating and interleaving into it. The
-    // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
-    // before; a file system without flock (some cluster, FUSE or network mounts) goes unlocked.
-    // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of waiting for one forever.
-    // O_EXCL first: a file this sink makes is removed again if the receiver does not start.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
-    if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-    else if (fd >= 0) made_ = path;
-    if (fd < 0 && errno == ENOENT) {  // a dangling link (or a file removed meanwhile): made through it
-      fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
-      if (char* target = fd >= 0 ? ::realpath(path.c_str(), nullptr) : nullptr) {  // the link's target
-        made_ = target;
-        std::free(target);
-      }
-    }
-    if (fd < 0) throw std::invalid_argument(where_ + "cannot open '" + path + "' for writing: " + std::strerror(errno));
-    const auto refuse = [&](bool locked_by_another) {
-      const int error = errno;  // before anything else can change it
-      if (!locked_by_another && !made_.empty()) ::unlink(made_.c_str());  // (else the other writer's now)
-      ::close(fd);
-      throw std::invalid_argument(where_ +
-                                  (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
-                                                                    "trace or record file, this one's included): "
-                                                     : "cannot open '" + path + "' for writing: ") +
-                                  std::strerror(error));
-    };
-    struct ::stat info {};
-    if (::fstat(fd, &info) != 0) refuse(false);
-    regular_ = S_ISREG(info.st_mode);
-    // This process's standard output or error (/dev/stdout, or the file `>` sent it to): written
-    // through that descriptor, at its offset, as the program's own output is; a descriptor of our own
-    // would start at 0 and empty the file, overwriting what was written before.
-    for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
-      struct ::stat standard_info {};
-      if (!regular_ || ::fstat(standard, &standard_info) != 0 || standard_info.st_dev != info.st_dev ||
-          standard_info.st_ino != info.st_ino)
-        continue;
-      const int shared = ::fcntl(standard, F_DUPFD_CLOEXEC, 0);
-      if (shared < 0) refuse(false);
-      ::close(fd);
-      fd = shared;
-      regular_ = false;  // neither emptied nor locked: the shell made it, and other output shares it
-      made_.clear();
-    }
-    if (regular_ && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
-    const int flags = ::fcntl(fd, F_GETFL);  // writes block again, as any file's (back-pressure from a pipe)
-    if (flags < 0 || ((flags & O_NONBLOCK) != 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) refuse(false);
-    // fdopen neither empties nor writes: all that can fail is done before the receiver attaches.
-    if ((file_ = ::fdopen(fd, "wb")) == nullptr) refuse(false);
+    opened_ = open_sink_descriptor(path, where_, from_first_byte);
+    file_ = opened_.stream;
   }
   ~sink_file() {
-    if (!started_) discard_file();                  // never started: as it was
-    else if (file_ != nullptr) std::fclose(file_);  // the sink's close() did not run
+    if (!started_) discard_file();        // never started: as it was
+    else if (file_ != nullptr) close_file();  // the sink's close() did not run
   }
 
   /** Empties the file and writes what was written before (the header), at once: a run that dies
@@ -238,8 +187,12 @@ protected:
   void start_file() {
     std::lock_guard lock(file_mutex_);
     if (started_ || file_ == nullptr) return;
-    if (regular_ && ::ftruncate(::fileno(file_), 0) != 0)  // (an I/O error: nothing else fails here)
+    if (opened_.own_file && ::ftruncate(::fileno(file_), 0) != 0)  // (an I/O error: nothing else fails here)
       throw std::invalid_argument(where_ + "cannot empty '" + path_ + "': " + std::strerror(errno));
+    if (opened_.standard == STDOUT_FILENO) {  // what the program printed comes first
+      const sigpipe_held quiet(true);
+      std::fflush(stdout);
+    }
     started_ = true;
     write_locked(before_start_.data(), before_start_.size());
     before_start_ = std::string();
@@ -250,9 +203,8 @@ protected:
    *  removes it if this sink made it. */
   void discard_file() noexcept {
     if (started_ || file_ == nullptr) return;
-    if (!made_.empty()) ::unlink(made_.c_str());
-    std::fclose(file_);
-    file_ = nullptr;
+    if (!opened_.made.empty()) ::unlink(opened_.made.c_str());
+    close_file();
     closed_ = true;
   }
 
@@ -269,6 +221,7 @@ protected:
   void write_locked(const void* data, std::size_t bytes) {
     if (file_ == nullptr || closed_ || left_.load(std::memory_order_relaxed) || !error_.empty() || bytes == 0) return;
     if (!started_) return (void)before_start_.append(static_cast<const char*>(data), bytes);  // until start_file()
+    const sigpipe_held quiet(!opened_.regular);
     if (pipe_deadline_ != std::chrono::steady_clock::time_point::max()) return write_before_deadline(data, bytes);
     if (std::fwrite(data, 1, bytes, file_) != bytes)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
@@ -276,6 +229,7 @@ protected:
 
   /** file_mutex_ held: hands what stdio buffers to the system (a crash of the process keeps it). */
   void flush_locked() {
+    const sigpipe_held quiet(!opened_.regular);
     if (file_ != nullptr && started_ && !closed_ && !left_.load(std::memory_order_relaxed) && error_.empty() &&
         std::fflush(file_) != 0)
       error_ = "writing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
@@ -298,14 +252,14 @@ protected:
    *  (the file is then left, `left_message()` says why). After that, true with nothing to write. */
   bool lock_for_close(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point give_up_at,
                       std::chrono::steady_clock::time_point pipe_deadline) {
-    if (!regular_) give_up_at = std::min(give_up_at, pipe_deadline);  // another thread's write may be stuck in it
+    if (!opened_.regular) give_up_at = std::min(give_up_at, pipe_deadline);  // another thread's write may be stuck in it
     lock = std::unique_lock(file_mutex_, std::defer_lock);
     if (give_up_at == std::chrono::steady_clock::time_point::max()) lock.lock();
     // Polled, not a timed mutex: TSan (clang 16) does not see pthread_mutex_clocklock take the lock.
     while (!lock.owns_lock() && !lock.try_lock() && std::chrono::steady_clock::now() < give_up_at)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (!lock.owns_lock()) left_.store(true, std::memory_order_relaxed);
-    if (!regular_ && lock.owns_lock()) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
+    if (!opened_.regular && lock.owns_lock()) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
     return lock.owns_lock() && !left_.load(std::memory_order_relaxed);
   }
   std::string left_message() const {
@@ -318,11 +272,13 @@ protected:
    *  stdio's buffer is empty here: every writer flushes before it lets go of the file. */
   void write_before_deadline(const void* data, std::size_t bytes) {
     const int fd = ::fileno(file_);
-    if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) == 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    // (stdout's socket: its open file is the program's too, whose flags stay as they are)
+    if (const int flags = opened_.shared_socket ? -1 : ::fcntl(fd, F_GETFL); flags >= 0 && (flags & O_NONBLOCK) == 0)
+      ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     const char* next = static_cast<const char*>(data);
     bool refused_when_ready = false;  // a device may say it has room and still refuse: no spinning on it
     while (bytes != 0) {
-      const ssize_t written = ::write(fd, next, bytes);
+      const ssize_t written = opened_.shared_socket ? ::send(fd, next, bytes, MSG_DONTWAIT) : ::write(fd, next, bytes);
       if (written > 0) {
         next += written;
         bytes -= static_cast<std::size_t>(written);
@@ -349,9 +305,15 @@ protected:
     if (!started_) discard_file();  // the receiver never opened: nothing to complete
     if (closed_ || file_ == nullptr) return error_;
     closed_ = true;
-    if (std::fclose(file_) != 0 && error_.empty()) error_ = "closing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
-    file_ = nullptr;
+    if (close_file() != 0 && error_.empty()) error_ = "closing " + what_ + " '" + path_ + "' failed: " + std::strerror(errno);
     return error_;
+  }
+  int close_file() noexcept {
+    const sigpipe_held quiet(!opened_.regular);  // (fclose writes what stdio still holds)
+    release_sink_descriptor(opened_);
+    const int result = std::fclose(file_);
+    file_ = nullptr;
+    return result;
   }
   std::vector<std::unique_ptr<track>> tracks_;
   std::mutex file_mutex_;  // close() waits for it until a deadline (lock_for_close): not on a pipe nobody reads
@@ -360,12 +322,11 @@ protected:
 private:
   std::FILE* file_ = nullptr;  // locked; emptied and written only from start_file() on
   bool started_ = false;
-  bool regular_ = false;      // not a device or a pipe: locked, and emptied at start
+  sink_descriptor opened_;     // what the file is (own_file: locked, and emptied at start)
   // Set by close() for a pipe or device: its writes wait until then at most (write_before_deadline).
   std::chrono::steady_clock::time_point pipe_deadline_ = std::chrono::steady_clock::time_point::max();
   std::string before_start_;  // what was written before start_file() (the header)
   std::string path_;
-  std::string made_;  // the file this sink made (through a link: its target), removed if never started
   std::string what_;   // "trace file" or "record file"
   std::string where_;  // what the open's errors begin with: the option ("devtap: receiver_options::trace_file: ")
   std::string error_;  // the first write error (file_mutex_)

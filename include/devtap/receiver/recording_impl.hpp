@@ -46,7 +46,7 @@ DEVTAP_FUNC std::size_t recording_writer::checked_device_count(std::size_t devic
 DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::string_view receiver_name,
                                                const std::vector<recorded_device>& devices, bool timestamps,
                                                std::uint64_t origin_ns)
-    : sink_file(path, "record file", "devtap: receiver_options::record_file: ", checked_device_count(devices.size())) {
+    : sink_file(path, "record file", "devtap: receiver_options::record_file: ", checked_device_count(devices.size()), true) {
   std::vector<std::uint64_t> header;
   word_appender h{header};
   h.str(receiver_name);

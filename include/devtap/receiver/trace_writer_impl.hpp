@@ -20,7 +20,7 @@ inline constexpr std::size_t trace_flush_bytes = std::size_t{64} << 10;
 DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view process_name,
                                        const std::vector<std::string>& device_names, std::uint64_t origin_ns,
                                        std::string_view where)
-    : sink_file(path, "trace file", where, device_names.size()), origin_ns_(origin_ns) {
+    : sink_file(path, "trace file", where, device_names.size(), false), origin_ns_(origin_ns) {
   std::string head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":"
                      "\"process_name\",\"args\":{\"name\":";
   append_json_string(head, process_name);

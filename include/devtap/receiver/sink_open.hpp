@@ -1,0 +1,197 @@
+#pragma once
+/** How a trace or record file is opened and let go (sink_file, record_sink.hpp): the locks that
+ *  refuse a second writer, a FIFO without a reader, and this process's own stdout and stderr (internal). */
+#include <devtap/config.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <ctime>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+/** A sink's open descriptor and what it is. */
+struct sink_descriptor {
+  int fd = -1;  // 3 or above: never the slot of a closed stdout or stderr, which the program's output would reach
+  bool regular = false;   // a regular file: writes never block, never raise SIGPIPE
+  bool own_file = false;  // a regular file opened here: locked, and emptied at start
+  int standard = -1;      // STDOUT_FILENO or STDERR_FILENO where it is what that stream writes to (else -1)
+  bool adopted = false;   // stdout's or stderr's regular file, written through that stream's open file: registered below
+  bool shared_socket = false;  // stdout's or stderr's socket (no path reopens one): its flags are not ours to change
+  std::pair<dev_t, ino_t> identity{};  // of an adopted file
+  std::string made;  // the file the open made (through a link: its target), removed if never started
+  std::FILE* stream = nullptr;  // on fd
+};
+
+/** The regular files this process's sinks write through stdout or stderr, one sink each (an flock
+ *  cannot tell two writers of one open file apart, and would outlive a crash in the shell's). Never
+ *  destroyed (sinks close at exit). */
+inline std::pair<std::mutex, std::set<std::pair<dev_t, ino_t>>>& adopted_standard_files() {
+  static auto* const files = new std::pair<std::mutex, std::set<std::pair<dev_t, ino_t>>>();
+  return *files;
+}
+
+/** Unregisters a file adopted from stdout or stderr, once its sink is done with it. */
+inline void release_sink_descriptor(sink_descriptor& d) noexcept {
+  if (!d.adopted) return;
+  d.adopted = false;
+  auto& [mutex, files] = adopted_standard_files();
+  std::lock_guard lock(mutex);
+  files.erase(d.identity);
+}
+
+/** While alive, a write into a pipe or socket whose reader is gone fails with EPIPE on this thread
+ *  (reported by close()) instead of killing the program with SIGPIPE: the signal is blocked, and the
+ *  one such a write raised on this thread is taken back before the thread's mask is restored (none
+ *  where the thread blocked SIGPIPE itself, or one was pending before: those stay as they were). */
+class sigpipe_held {
+public:
+  explicit sigpipe_held(bool needed) noexcept {
+    if (!needed || ::pthread_sigmask(SIG_BLOCK, &only_sigpipe(), &previous_) != 0) return;
+    active_ = true;
+    sigset_t pending;
+    mine_to_take_ = ::sigismember(&previous_, SIGPIPE) != 1 && ::sigpending(&pending) == 0 &&
+                    ::sigismember(&pending, SIGPIPE) != 1;
+    errno = 0;  // a write below that fails leaves its own
+  }
+  ~sigpipe_held() {
+    if (!active_) return;
+    const int error = errno;  // the write's, for its message
+    sigset_t pending;
+    if (error == EPIPE && mine_to_take_ && ::sigpending(&pending) == 0 && ::sigismember(&pending, SIGPIPE) == 1) {
+      const ::timespec now{};  // (the thread's own pending signal is taken before a process-wide one)
+      while (::sigtimedwait(&only_sigpipe(), nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    errno = error;
+  }
+  sigpipe_held(const sigpipe_held&) = delete;
+  sigpipe_held& operator=(const sigpipe_held&) = delete;
+
+private:
+  static const sigset_t& only_sigpipe() noexcept {
+    static const sigset_t set = [] {
+      sigset_t s;
+      ::sigemptyset(&s);
+      ::sigaddset(&s, SIGPIPE);
+      return s;
+    }();
+    return set;
+  }
+  bool active_ = false;
+  bool mine_to_take_ = false;
+  sigset_t previous_{};
+};
+
+/** Opens `path` for a sink, or throws std::invalid_argument beginning with `where` (the option).
+ *  Leaves the file as it is: start_file() empties it. `from_first_byte`: the file is read from its
+ *  first byte (a recording), so stdout's or stderr's file that already holds output is refused. */
+inline sink_descriptor open_sink_descriptor(const std::string& path, const std::string& where, bool from_first_byte) {
+  // open() would stop at the NUL and write to a shorter path than the one named.
+  if (const auto nul = path.find('\0'); nul != std::string::npos)
+    throw std::invalid_argument(where + "the path '" + path.substr(0, nul) + "\\0...' holds a NUL byte (at " +
+                                std::to_string(nul) + ")");
+  sink_descriptor d;
+  d.standard = path == "/dev/stdout" ? STDOUT_FILENO : path == "/dev/stderr" ? STDERR_FILENO : -1;
+  // A regular file is locked before it is emptied: a second writer of it (another receiver, or
+  // this one's other file option) is refused instead of truncating and interleaving into it. The
+  // lock goes with the descriptor, at fclose. A device (/dev/null, a terminal) is shared as
+  // before; a file system without flock (some cluster, FUSE or network mounts) goes unlocked.
+  // O_NONBLOCK: a FIFO without a reader is refused (ENXIO) instead of waiting for one forever.
+  // O_EXCL first: a file this sink makes is removed again if the receiver does not start.
+  d.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (d.fd < 0 && errno == EEXIST) d.fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+  else if (d.fd >= 0) d.made = path;
+  if (d.fd < 0 && errno == ENOENT) {  // a dangling link (or a file removed meanwhile): made through it
+    d.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (char* target = d.fd >= 0 ? ::realpath(path.c_str(), nullptr) : nullptr) {  // the link's target
+      d.made = target;
+      std::free(target);
+    }
+  }
+  struct ::stat info {};
+  if (d.fd < 0 && errno == ENXIO && d.standard >= 0) {  // no path opens a socket again: its descriptor, then
+    const int error = errno;
+    const int shared = ::fcntl(d.standard, F_DUPFD_CLOEXEC, 3);
+    if (shared >= 0 && ::fstat(shared, &info) == 0 && S_ISSOCK(info.st_mode)) d.fd = shared, d.shared_socket = true;
+    else if (shared >= 0) ::close(shared);
+    errno = error;  // (else a FIFO without a reader: refused below)
+  }
+  if (d.fd < 0) throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+  if (d.fd <= STDERR_FILENO) {  // stdout or stderr was closed: the program's output must not reach this file
+    const int moved = ::fcntl(d.fd, F_DUPFD_CLOEXEC, 3);
+    ::close(d.fd);
+    if ((d.fd = moved) < 0) {
+      const int error = errno;
+      if (!d.made.empty()) ::unlink(d.made.c_str());
+      throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(error));
+    }
+  }
+  const auto refuse = [&](bool locked_by_another, std::string why = {}) {
+    const int error = errno;  // before anything else can change it
+    if (!locked_by_another && !d.made.empty()) ::unlink(d.made.c_str());  // (else the other writer's now)
+    release_sink_descriptor(d);
+    ::close(d.fd);
+    if (why.empty()) why = (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
+                                                             "trace or record file, this one's included): "
+                                              : "cannot open '" + path + "' for writing: ") + std::strerror(error);
+    throw std::invalid_argument(where + why);
+  };
+  if (::fstat(d.fd, &info) != 0) refuse(false);
+  d.regular = S_ISREG(info.st_mode);
+  // This process's stdout's or stderr's regular file (/dev/stdout, or the file `>` sent it to):
+  // written through that stream's open file, at its offset, as the program's own output is (a
+  // descriptor of our own would start at 0 and empty the file); neither emptied, nor locked, nor
+  // made here; one sink at a time in this process.
+  for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct ::stat standard_info {};
+    if (!d.regular || d.adopted || ::fstat(standard, &standard_info) != 0 || standard_info.st_dev != info.st_dev ||
+        standard_info.st_ino != info.st_ino)
+      continue;
+    const int shared = ::fcntl(standard, F_DUPFD_CLOEXEC, 3);
+    if (shared < 0) refuse(false);
+    ::close(d.fd);
+    d = sink_descriptor{shared, true, false, standard, false, false, {info.st_dev, info.st_ino}, {}, nullptr};
+    {
+      auto& [mutex, files] = adopted_standard_files();
+      std::lock_guard lock(mutex);
+      d.adopted = files.insert(d.identity).second;
+    }
+    if (!d.adopted) {
+      errno = EWOULDBLOCK;
+      refuse(true);
+    }
+    if (standard == STDOUT_FILENO) std::fflush(stdout);  // what the program printed comes first (and counts below)
+    if (from_first_byte && (::fstat(d.fd, &info) != 0 || info.st_size != 0 || ::lseek(d.fd, 0, SEEK_CUR) != 0))
+      refuse(true, "'" + path + "' is this process's " + (standard == STDOUT_FILENO ? "stdout" : "stderr") + ", which holds " +
+                       std::to_string(info.st_size) + " bytes already: a recording must begin at the file's first byte");
+  }
+  d.own_file = d.regular && !d.adopted;
+  if (d.own_file && ::flock(d.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
+  // Writes block again, as any file's (back-pressure from a pipe): only where this open set it.
+  const int flags = d.adopted || d.shared_socket ? 0 : ::fcntl(d.fd, F_GETFL);
+  if (flags < 0 || ((flags & O_NONBLOCK) != 0 && ::fcntl(d.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) refuse(false);
+  // fdopen neither empties nor writes: all that can fail is done before the receiver attaches.
+  if ((d.stream = ::fdopen(d.fd, "wb")) == nullptr) refuse(false);
+  return d;
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE
