@@ -317,8 +317,8 @@ TEST_CASE("a trace file that is this process's standard error is written at its 
   REQUIRE(wrote);
   CHECK(first.empty());
   CHECK_THAT(second_writer, Catch::Contains("is being written by another writer"));
-  CHECK_THAT(recording, Catch::Contains("is this process's stderr, which holds") &&
-                            Catch::Contains("bytes already: a recording must begin at the file's first byte"));
+  CHECK_THAT(recording, Catch::Contains("is the file this process's stderr writes to, which holds") &&
+                            Catch::Contains("a recording must begin at the file's first byte"));
   const std::string text = devtap_test::read_all(file.path);
   REQUIRE(text.size() > 13);
   CHECK(text.substr(0, 7) == "before\n");

@@ -100,8 +100,7 @@ public:
       else if (std::find(enabled_.begin(), enabled_.end(), index) != enabled_.end())
         config_error_ = detail::format_message("Backend '{}' is named twice in DEVTAP_PLATFORMS='{}'",
                                                entries_[index].name, platforms_);
-      else
-        enabled_.push_back(index);
+      else enabled_.push_back(index);
     }
     restricted_ = !enabled_.empty() || !config_error_.empty();
     if (!restricted_)
@@ -118,8 +117,7 @@ public:
    * before is the registry's: not to be used once its client is destroyed. */
   ~registry() {
     destroying_.store(true, std::memory_order_seq_cst);  // partner: call_guard's load, after its increment
-    // Not for this thread's calls (a create() or a log sink that destroys it): they would wait for themselves.
-    const int mine = static_cast<int>(std::count(call_guard::held().begin(), call_guard::held().end(), this));
+    const int mine = call_guard::on_this_thread(*this);  // (a create() or log sink destroying it: not waited for)
     while (in_flight_.load(std::memory_order_seq_cst) > mine) std::this_thread::sleep_for(std::chrono::microseconds(100));
     for (std::size_t i = count; i-- > 0;) slots_[i].instance.reset();  // (reset: null before the delete)
   }
@@ -280,33 +278,35 @@ private:
   /** A call under way: ~registry() waits until none is, and from its start every call throws. */
   class call_guard {
   public:
-    explicit call_guard(const registry& r) : r_(r) {
+    explicit call_guard(const registry& r) : r_(r), outer_(innermost()) {
       r_.in_flight_.fetch_add(1, std::memory_order_seq_cst);
       if (r_.destroying_.load(std::memory_order_seq_cst)) {  // partner: ~registry()'s store, before its wait
         r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
         throw backend_error(detail::format_message("devtap::registry of backends {} is being destroyed", known_names()));
       }
-      try {
-        held().push_back(&r_);
-      } catch (...) {  // out of memory: this guard's destructor will not run
-        r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
-        throw;
-      }
+      innermost() = this;
     }
     ~call_guard() {
-      held().pop_back();
+      innermost() = outer_;
       r_.in_flight_.fetch_sub(1, std::memory_order_seq_cst);
     }
     call_guard(const call_guard&) = delete;
     call_guard& operator=(const call_guard&) = delete;
-    /** The registries this thread's calls are in, innermost last. */
-    static std::vector<const registry*>& held() {
-      thread_local std::vector<const registry*> registries;
-      return registries;
+    /** How many of this thread's calls under way are in `r`. */
+    static int on_this_thread(const registry& r) noexcept {
+      int n = 0;
+      for (const call_guard* g = innermost(); g != nullptr; g = g->outer_) n += &g->r_ == &r;
+      return n;
     }
 
   private:
+    // This thread's innermost call: a plain pointer, valid at exit (a thread_local with a destructor is not).
+    static const call_guard*& innermost() noexcept {
+      thread_local const call_guard* top = nullptr;
+      return top;
+    }
     const registry& r_;
+    const call_guard* outer_;  // the call this one is inside (on this thread)
   };
 
   void check_config() const {

@@ -189,10 +189,9 @@ protected:
     if (started_ || file_ == nullptr) return;
     if (opened_.own_file && ::ftruncate(::fileno(file_), 0) != 0)  // (an I/O error: nothing else fails here)
       throw std::invalid_argument(where_ + "cannot empty '" + path_ + "': " + std::strerror(errno));
-    if (opened_.standard == STDOUT_FILENO) {  // what the program printed comes first
-      const sigpipe_held quiet(true);
-      std::fflush(stdout);
-    }
+    if (opened_.adopted && opened_.standard == STDOUT_FILENO) std::fflush(stdout);  // what the program printed comes first
+    if (const std::string problem = start_problem(opened_, path_); !problem.empty())  // (printed since the open)
+      throw std::invalid_argument(where_ + problem);
     started_ = true;
     write_locked(before_start_.data(), before_start_.size());
     before_start_ = std::string();
@@ -278,7 +277,7 @@ protected:
     const char* next = static_cast<const char*>(data);
     bool refused_when_ready = false;  // a device may say it has room and still refuse: no spinning on it
     while (bytes != 0) {
-      const ssize_t written = opened_.shared_socket ? ::send(fd, next, bytes, MSG_DONTWAIT) : ::write(fd, next, bytes);
+      const ssize_t written = opened_.shared_socket ? ::send(fd, next, bytes, MSG_DONTWAIT | MSG_NOSIGNAL) : ::write(fd, next, bytes);
       if (written > 0) {
         next += written;
         bytes -= static_cast<std::size_t>(written);

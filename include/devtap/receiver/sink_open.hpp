@@ -37,7 +37,21 @@ struct sink_descriptor {
   std::pair<dev_t, ino_t> identity{};  // of an adopted file
   std::string made;  // the file the open made (through a link: its target), removed if never started
   std::FILE* stream = nullptr;  // on fd
+  bool from_first_byte = false;  // read from its first byte (a recording): see start_problem()
 };
+
+/** Why an adopted file cannot take a recording now ("" if it can): the recording's reader looks for
+ *  its header at byte 0, so the file must hold nothing and its offset be 0. */
+inline std::string start_problem(const sink_descriptor& d, const std::string& path) {
+  struct ::stat info {};
+  if (!d.adopted || !d.from_first_byte) return {};
+  const bool fstat_ok = ::fstat(d.fd, &info) == 0;
+  const auto at = ::lseek(d.fd, 0, SEEK_CUR);
+  if (fstat_ok && info.st_size == 0 && at == 0) return {};
+  return "'" + path + "' is the file this process's " + (d.standard == STDOUT_FILENO ? "stdout" : "stderr") +
+         " writes to, which holds " + std::to_string(info.st_size) + " bytes already (its offset: " + std::to_string(at) +
+         "): a recording must begin at the file's first byte";
+}
 
 /** The regular files this process's sinks write through stdout or stderr, one sink each (an flock
  *  cannot tell two writers of one open file apart, and would outlive a crash in the shell's). Never
@@ -160,7 +174,8 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
   // written through that stream's open file, at its offset, as the program's own output is (a
   // descriptor of our own would start at 0 and empty the file); neither emptied, nor locked, nor
   // made here; one sink at a time in this process.
-  for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
+  const int named_first = d.standard == STDERR_FILENO ? STDERR_FILENO : STDOUT_FILENO;  // (the same file: 2>&1)
+  for (const int standard : {named_first, STDOUT_FILENO + STDERR_FILENO - named_first}) {
     struct ::stat standard_info {};
     if (!d.regular || d.adopted || ::fstat(standard, &standard_info) != 0 || standard_info.st_dev != info.st_dev ||
         standard_info.st_ino != info.st_ino)
@@ -168,7 +183,7 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
     const int shared = ::fcntl(standard, F_DUPFD_CLOEXEC, 3);
     if (shared < 0) refuse(false);
     ::close(d.fd);
-    d = sink_descriptor{shared, true, false, standard, false, false, {info.st_dev, info.st_ino}, {}, nullptr};
+    d = sink_descriptor{shared, true, false, standard, false, false, {info.st_dev, info.st_ino}, {}, nullptr, from_first_byte};
     {
       auto& [mutex, files] = adopted_standard_files();
       std::lock_guard lock(mutex);
@@ -179,9 +194,7 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
       refuse(true);
     }
     if (standard == STDOUT_FILENO) std::fflush(stdout);  // what the program printed comes first (and counts below)
-    if (from_first_byte && (::fstat(d.fd, &info) != 0 || info.st_size != 0 || ::lseek(d.fd, 0, SEEK_CUR) != 0))
-      refuse(true, "'" + path + "' is this process's " + (standard == STDOUT_FILENO ? "stdout" : "stderr") + ", which holds " +
-                       std::to_string(info.st_size) + " bytes already: a recording must begin at the file's first byte");
+    if (const std::string problem = start_problem(d, path); !problem.empty()) refuse(true, problem);
   }
   d.own_file = d.regular && !d.adopted;
   if (d.own_file && ::flock(d.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
