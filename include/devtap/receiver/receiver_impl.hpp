@@ -65,8 +65,9 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
       throw outfeed_error("devtap: device '" + by_address[attached]->device_name +
                           "' already has a receiver attached (at most one receiver per device at once)");
     }
-  try {
-    for (auto& sink : state_->sinks) sink->start();
+  try {  // the recording first: only its start can refuse (stdout's file printed to since the open),
+         // and the trace file must then be as it was
+    for (auto sink = state_->sinks.rbegin(); sink != state_->sinks.rend(); ++sink) (*sink)->start();
   } catch (...) {
     give_up();
     throw;

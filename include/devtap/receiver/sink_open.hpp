@@ -174,8 +174,7 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
   // written through that stream's open file, at its offset, as the program's own output is (a
   // descriptor of our own would start at 0 and empty the file); neither emptied, nor locked, nor
   // made here; one sink at a time in this process.
-  const int named_first = d.standard == STDERR_FILENO ? STDERR_FILENO : STDOUT_FILENO;  // (the same file: 2>&1)
-  for (const int standard : {named_first, STDOUT_FILENO + STDERR_FILENO - named_first}) {
+  for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {  // (2>&1: stdout's, which must be flushed)
     struct ::stat standard_info {};
     if (!d.regular || d.adopted || ::fstat(standard, &standard_info) != 0 || standard_info.st_dev != info.st_dev ||
         standard_info.st_ino != info.st_ino)
