@@ -3,6 +3,7 @@
 #include "test_backends.hpp"
 
 #include <devtap/backend.hpp>
+#include <devtap/receiver.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -125,6 +126,11 @@ TEST_CASE("default registry: DEVTAP_CPU_DEVICES=3", "[.cpu3]") {
     CHECK(devs[i]->name() == "cpu:" + std::to_string(i));
     CHECK(devs[i]->run([](devtap::cpu_context& ctx) { return ctx.device().id(); }) == static_cast<int>(i));
   }
+  // A backend named twice names the backend (its first device would otherwise be "listed twice").
+  CHECK_THROWS_WITH(devtap::receiver({.backends = {"cpu", "cpu"}, .name = "twice"}),
+                    "devtap: receiver 'twice': backend 'cpu' is listed twice");
+  devtap::receiver rx({.backends = {"cpu"}, .name = "once"});  // the failed one left every device free
+  CHECK(rx.devices().size() == 3);
 }
 
 TEST_CASE("default registry: a malformed DEVTAP_CPU_DEVICES is a clear error", "[.badcpu]") {
@@ -219,7 +225,8 @@ TEST_CASE("default registry: DEVTAP_PLATFORMS=cuda,cpu without a GPU is an error
   CHECK_THROWS_AS(devtap::get_backend(), backend_error);
   CHECK(devtap::get_backend("cpu").platform() == "cpu");
 #else
-  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'cuda' in DEVTAP_PLATFORMS='cuda,cpu' (known: cpu)");
+  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'cuda' in DEVTAP_PLATFORMS='cuda,cpu' (known: cpu; devtap's cuda backend is built "
+                    "in only with DEVTAP_WITH_CUDA, which the devtap-cuda dependency defines)");
 #endif
 }
 
@@ -233,7 +240,8 @@ TEST_CASE("default registry: DEVTAP_PLATFORMS=gpu,cpu: gpu means cuda", "[.platf
   CHECK_THROWS_WITH(devtap::backends(), "Unable to initialize backend 'cuda': " + cuda_failure(status));
   CHECK(devtap::get_backend("cpu").platform() == "cpu");
 #else
-  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu,cpu' (known: cpu)");
+  CHECK_THROWS_WITH(devtap::backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu,cpu' (known: cpu; devtap's cuda backend is built "
+                    "in only with DEVTAP_WITH_CUDA, which the devtap-cuda dependency defines)");
 #endif
 }
 
@@ -279,6 +287,8 @@ TEST_CASE("default registry: process index from the launcher", "[.slurm]") {
   CHECK(devtap::as_cpu_client(devtap::get_backend("cpu")).process_count() == 4);
   CHECK(devtap::devices("cpu")[0]->process_index() == 2);
   CHECK(devtap::process_index() == 2);
+  CHECK(devtap::process_index("cpu") == 2);
+  CHECK_THROWS_AS(devtap::process_index("tpu"), devtap::backend_error);
   CHECK(devtap::process_count() == 4);
 }
 

@@ -271,7 +271,15 @@ TEST_CASE("a platforms list restricts and orders the backends", "[registry][plat
   }
   SECTION("gpu is not an alias without a cuda backend") {
     R r{"gpu"};
-    CHECK_THROWS_WITH(r.backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu' (known: cpu, gpu_plat, fast, none)");
+    CHECK_THROWS_WITH(r.backends(), "Unknown backend 'gpu' in DEVTAP_PLATFORMS='gpu' (known: cpu, gpu_plat, fast, none; "
+                                    "devtap's cuda backend is built in only with DEVTAP_WITH_CUDA, which the devtap-cuda "
+                                    "dependency defines)");
+    CHECK_THROWS_WITH(R{""}.get_backend("cuda"), "Unknown backend 'cuda' (known: cpu, gpu_plat, fast, none; devtap's cuda "
+                                             "backend is built in only with DEVTAP_WITH_CUDA, which the devtap-cuda "
+                                             "dependency defines)");
+    // get_backend takes exact names: "CUDA" or "gpu" would not be found with cuda built in either.
+    CHECK_THROWS_WITH(R{""}.get_backend("CUDA"), "Unknown backend 'CUDA' (known: cpu, gpu_plat, fast, none)");
+    CHECK_THROWS_WITH(R{""}.get_backend("cud"), "Unknown backend 'cud' (known: cpu, gpu_plat, fast, none)");
   }
 }
 

@@ -85,7 +85,8 @@ inline std::uint64_t exercise() {
     seen += e.devices().size();
   }
   seen += rx.stats().total().records;
-  seen += devtap::default_backend().size() + static_cast<std::uint64_t>(devtap::process_index());
+  seen += devtap::default_backend().size() + static_cast<std::uint64_t>(devtap::process_index()) +
+          static_cast<std::uint64_t>(devtap::process_index("cpu"));
   return seen;
 }
 

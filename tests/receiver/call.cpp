@@ -252,6 +252,33 @@ TEST_CASE("a call while the receiver closes normally is answered, and a call aft
                   devtap::outfeed_error);
 }
 
+TEST_CASE("a member pointer serves as a handler, and as a consumer") {
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  // std::invocable accepts both; they used to fail to compile inside devtap (called as fn(request)).
+  auto step_of = rx.serve<query, std::int32_t>(&query::step);
+  struct counter {
+    std::int32_t value;
+    std::int32_t twice() const { return 2 * value; }
+  };
+  auto twice = rx.serve<counter, std::int32_t>(&counter::twice);
+  std::vector<float> losses;
+  auto loss = rx.attach<query>(std::function<void(const query&)>([&](const query& q) { losses.push_back(q.loss); }));
+  auto seen = rx.attach<counter>(&counter::twice);  // called, its result ignored
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  const auto s = out.call(step_of, query{41, 0.5f});
+  REQUIRE(s.ok());
+  CHECK(*s == 41);
+  const auto t = out.call(twice, counter{21});
+  REQUIRE(t.ok());
+  CHECK(*t == 42);
+  out.tap(loss, query{1, 2.5f});
+  out.tap(seen, counter{3});
+  rx.close();
+  CHECK(losses == std::vector<float>{2.5f});
+  CHECK(rx.stats().total().records == 4);
+}
+
 TEST_CASE("calls through a point of no receiver, of another receiver, or of other types fail clearly") {
   devtap::cpu_client cpus(2);
   devtap_test::captured_log log;
@@ -267,6 +294,13 @@ TEST_CASE("calls through a point of no receiver, of another receiver, or of othe
   // The same handler, asked for another reply type (a point made by hand): refused by fingerprint.
   const devtap::call_point<query, double> wrong_reply{ask.id, devtap::call_fingerprint_v<query, double>, ask.receiver};
   CHECK(out.call(wrong_reply, query{}).error() == devtap::call_errc::type_mismatch);
+  // Its fields copied as they are into other types: the call sends its own types' fingerprint, so
+  // it is refused too (it was answered ok(): the ticket's bytes read as a query, and 4 bytes of the
+  // 8-byte answer read as a float).
+  // (A request of the same size as query's: one of another size was refused by its size already.)
+  static_assert(sizeof(ticket) == sizeof(query));
+  const devtap::call_point<ticket, float> forged{ask.id, ask.fingerprint, ask.receiver};
+  CHECK(out.call(forged, ticket{7, 0}).error() == devtap::call_errc::type_mismatch);
   // A consumer's id used as a handler's.
   const devtap::call_point<query, answer> not_a_handler{consumer.id | devtap::detail::call_id_flag,
                                                         devtap::call_fingerprint_v<query, answer>, consumer.receiver};
@@ -295,11 +329,11 @@ TEST_CASE("calls through a point of no receiver, of another receiver, or of othe
     for (const auto& f : e.failures()) lines.push_back(f.consumer + ": " + f.message);
     CHECK(lines == std::vector<std::string>{
                        "#41: 1 call(s) for unknown handler id 41 refused (answered call_errc::no_handler)",
-                       "handler#1: 1 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)",
+                       "handler#1: 2 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)",
                        "consumer#2: 1 call(s) whose types do not match the handler's refused (answered call_errc::type_mismatch)"});
   }
   other.close();
-  CHECK(rx.stats().total().type_mismatches == 2);
+  CHECK(rx.stats().total().type_mismatches == 3);
   CHECK(rx.stats().total().unknown_ids == 1);
   // The log names the handler's id without the call flag, as close() does.
   const auto errors = log.errors();

@@ -54,12 +54,14 @@ DEVTAP_FUNC cpu_client::~cpu_client() {
     return;
   }
   // Destroyed from a device's own work (it cannot join its own thread), from a consumer of a
-  // receiver on them, or from a thread a receiver's close() waits for: nothing may go.
-  const std::string from = own != owned_.end() ? "the work of its device '" + (*own)->name() + "'"
-                           : consumer_here     ? "a consumer of a receiver on its devices"
-                                               : "a thread that a receiver on its devices waits for";
-  log(log_level::warn, "cpu_client destroyed from {}: its {} device(s) are kept, threads and all, until the process exits",
-      from, owned_.size());
+  // receiver on them, from a thread a receiver's close() waits for, or while a consumer that a
+  // close() gave up on still runs (it may use its device): nothing may go.
+  const std::string how = own != owned_.end() ? "from the work of its device '" + (*own)->name() + "'"
+                          : consumer_here     ? "from a consumer of a receiver on its devices"
+                                              : "while a receiver still uses its devices (from a thread its close() waits "
+                                                "for, or while a consumer its close() gave up on still runs)";
+  log(log_level::warn, "cpu_client destroyed {}: its {} device(s) are kept, threads and all, until the process exits",
+      how, owned_.size());
   detail::keep_devices_until_exit(owned_);
 }
 

@@ -38,10 +38,12 @@ DEVTAP_FUNC cuda_client::~cuda_client() {
   for (auto& d : owned_) receivers_closed = d->close_attached_receiver() && receivers_closed;
   if (receivers_closed && own == owned_.end()) return;
   // Destroyed from a consumer of a receiver it could only abandon (its readers still use the
-  // devices), or from a helper thread: nothing may go.
-  const std::string from = own != owned_.end() ? "the helper thread of its device '" + (*own)->name() + "'"
-                                               : "a consumer of a receiver on its devices";
-  log(log_level::warn, "cuda_client destroyed from {}: its {} device(s) are kept until the process exits", from,
+  // devices), while a consumer that a close() gave up on still runs, or from a helper thread: nothing may go.
+  const std::string how = own != owned_.end() ? "from the helper thread of its device '" + (*own)->name() + "'"
+                                              : "while a receiver still uses its devices (from its consumer or a thread "
+                                                "its close() waits for, or while a consumer its close() gave up on still "
+                                                "runs)";
+  log(log_level::warn, "cuda_client destroyed {}: its {} device(s) are kept until the process exits", how,
       owned_.size());
   detail::keep_devices_until_exit(owned_);
 }

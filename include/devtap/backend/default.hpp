@@ -64,6 +64,8 @@ std::span<device* const> devices();
 std::size_t device_count(std::string_view name);
 /** Number of local devices (this process's) of the default backend. */
 std::size_t device_count();
+/** This process's index as backend `name` sees it. */
+int process_index(std::string_view name);
 /** This process's index (default backend). */
 int process_index();
 /** Number of processes (default backend); 1 without a launcher. */

@@ -65,6 +65,8 @@ DEVTAP_FUNC std::size_t device_count(std::string_view name) { return default_reg
 
 DEVTAP_FUNC std::size_t device_count() { return default_registry_instance().device_count(); }
 
+DEVTAP_FUNC int process_index(std::string_view name) { return default_registry_instance().process_index(name); }
+
 DEVTAP_FUNC int process_index() { return default_registry_instance().process_index(); }
 
 DEVTAP_FUNC int process_count() { return get_backend().process_count(); }

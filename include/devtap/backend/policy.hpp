@@ -99,6 +99,30 @@ consteval std::array<std::size_t, N> order_by_priority(const std::array<backend_
   return order;
 }
 
+/** ASCII case-insensitive equality. */
+constexpr bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  constexpr auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+template <std::size_t N>
+consteval bool names_unique(const std::array<backend_entry, N>& entries) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (equal_ignoring_case(entries[i].name, entries[j].name)) return false;  // as DEVTAP_PLATFORMS finds them
+  return true;
+}
+
+/** What to add to "unknown backend 'cuda'" (or 'gpu') where the registry has no cuda backend. */
+constexpr std::string_view cuda_hint(std::string_view name, bool has_cuda) noexcept {
+  return !has_cuda && (equal_ignoring_case(name, "cuda") || equal_ignoring_case(name, "gpu"))
+             ? "; devtap's cuda backend is built in only with DEVTAP_WITH_CUDA, which the devtap-cuda dependency defines"
+             : "";
+}
+
 }  // namespace detail
 
 /** A backend policy type: constant `name` (non-empty; no white space, commas or control

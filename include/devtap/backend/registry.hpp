@@ -26,26 +26,6 @@
 #include <vector>
 
 DEVTAP_BEGIN_NAMESPACE
-namespace detail {
-
-/** ASCII case-insensitive equality. */
-constexpr bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  constexpr auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (lower(a[i]) != lower(b[i])) return false;
-  return true;
-}
-
-template <std::size_t N>
-consteval bool names_unique(const std::array<backend_entry, N>& entries) {
-  for (std::size_t i = 0; i < N; ++i)
-    for (std::size_t j = i + 1; j < N; ++j)
-      if (equal_ignoring_case(entries[i].name, entries[j].name)) return false;  // as DEVTAP_PLATFORMS finds them
-  return true;
-}
-
-}  // namespace detail
 
 /** The backends `B...`, sorted by priority at compile time, each created lazily and at most once.
  *
@@ -95,8 +75,8 @@ public:
       if (item.empty() || !config_error_.empty()) continue;
       const std::size_t index = platform_index(item);
       if (index == count)
-        config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS='{}' (known: {})", item,
-                                               platforms_, known_names());
+        config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS='{}' (known: {}{})", item,
+                                               platforms_, known_names(), detail::cuda_hint(item, index_of("cuda") != count));
       else if (std::find(enabled_.begin(), enabled_.end(), index) != enabled_.end())
         config_error_ = detail::format_message("Backend '{}' is named twice in DEVTAP_PLATFORMS='{}'",
                                                entries_[index].name, platforms_);
@@ -130,7 +110,8 @@ public:
     check_config();
     const std::size_t index = index_of(name);
     if (index == count)
-      throw backend_error(detail::format_message("Unknown backend '{}' (known: {})", name, known_names()));
+      throw backend_error(detail::format_message("Unknown backend '{}' (known: {}{})", name, known_names(),
+                                                 name == "cuda" ? detail::cuda_hint(name, contains("cuda")) : ""));
     if (std::find(enabled_.begin(), enabled_.end(), index) == enabled_.end())
       throw backend_error(detail::format_message("Backend '{}' is not enabled by DEVTAP_PLATFORMS={}", name,
                                                  platforms_));

@@ -85,7 +85,8 @@ DEVTAP_HOST_DEVICE call_result<Rep> device_call(const outfeed& out, const call_p
   std::byte* const dst = stamp_bytes != 0 ? put_stamp(ring.payload_at(pos), stamp) : ring.payload_at(pos);
   *reinterpret_cast<call_request*>(dst) = call_request{slot, sequence};
   encode(request, dst + sizeof(call_request));
-  commit<cuda_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+  // Its own types, not the point's word (as host_call: a point copied into other types is refused).
+  commit<cuda_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, call_fingerprint_v<Req, Rep>,
                        static_cast<std::uint32_t>(payload));
   if (!device_await_answer<cuda_atomics>(ring, slot, sequence)) return call_result<Rep>(call_errc::closed);
   const call_answer answer = read_answer(ring, slot);

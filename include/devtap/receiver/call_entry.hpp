@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -111,9 +112,10 @@ public:
 
 private:
   Rep invoke(const Req& request, const device& dev, const record_stamp& stamp) {
-    if constexpr (handler_with_device<Req, Rep, Fn>) return static_cast<Rep>(fn_(request, dev));
-    else if constexpr (handler_with_info<Req, Rep, Fn>) return static_cast<Rep>(fn_(request, info_of(dev, stamp)));
-    else return static_cast<Rep>(fn_(request));
+    // std::invoke: a member pointer passes the checks (std::invocable), so it is called as they say.
+    if constexpr (handler_with_device<Req, Rep, Fn>) return static_cast<Rep>(std::invoke(fn_, request, dev));
+    else if constexpr (handler_with_info<Req, Rep, Fn>) return static_cast<Rep>(std::invoke(fn_, request, info_of(dev, stamp)));
+    else return static_cast<Rep>(std::invoke(fn_, request));
   }
 
   Fn fn_;

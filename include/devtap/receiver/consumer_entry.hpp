@@ -100,6 +100,9 @@ struct consumer_entry {
   virtual void close_held() {}
   /** The receiver was destroyed from a consumer: what is held back is never delivered. */
   virtual void abandon_held() {}
+  /** A merged consumer's flag "a call into the consumer runs", owned by its helper thread too
+   *  (which close() may leave running, still using its device); none for other consumers. */
+  virtual std::weak_ptr<const std::atomic<bool>> call_running_flag() const noexcept { return {}; }
   /** The device's reader caught up, or is about to call a consumer that may take long, or stops:
    *  records it set aside for this consumer go on now (`lost`: its stream was given up on, they are
    *  counted as lost_at_close instead). */
@@ -253,11 +256,11 @@ public:
       const std::optional<T> value = decode_value<T>(payload, size);
       if (!value) return delivery::mismatch;
       if constexpr (std::invocable<Fn&, const T&, const tap_info&> && !std::invocable<Fn&, const T&, const device&>)
-        fn_(*value, info_of(dev, stamp));
+        std::invoke(fn_, *value, info_of(dev, stamp));  // (std::invoke: a member pointer is a callable too)
       else if constexpr (std::invocable<Fn&, const T&, const device&>)
-        fn_(*value, dev);
+        std::invoke(fn_, *value, dev);
       else if constexpr (std::invocable<Fn&, const T&>)
-        fn_(*value);  // else rejected by check_consumer, which already said why
+        std::invoke(fn_, *value);  // else rejected by check_consumer, which already said why
       return delivery::delivered;
     }
   }

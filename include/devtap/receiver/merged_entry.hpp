@@ -102,6 +102,9 @@ public:
   }
 
   void close_held() override { core_->deliver_all_held(); }
+  std::weak_ptr<const std::atomic<bool>> call_running_flag() const noexcept override {
+    return std::shared_ptr<const std::atomic<bool>>(core_, &core_->in_call);  // (the helper owns the core too)
+  }
   // Held records are counted lost by the next holder of the lock (deliver_ready), never delivered.
   void abandon_held() override { core_->closed.store(true, std::memory_order_release); }
 
@@ -217,7 +220,17 @@ private:
         // The same rule for the helper's calls.
         wait_while_calls_return([&] { return final_done.load(std::memory_order_acquire); });
       }
-      closed.store(true, std::memory_order_release);  // pairs with the acquire loads before each call
+      closed.store(true, std::memory_order_seq_cst);  // partner: may_call (then close() looks at in_call)
+    }
+
+    // Whether a call into the consumer may start: not once close() gave up on the consumer. seq_cst
+    // on both sides (here in_call then closed; close_held's closed then close()'s look at in_call):
+    // close() sees this call coming (and keeps the devices it may use), or this call sees it closed.
+    bool may_call() {
+      in_call.store(true, std::memory_order_seq_cst);
+      if (!closed.load(std::memory_order_seq_cst)) return true;
+      in_call.store(false, std::memory_order_seq_cst);
+      return false;
     }
 
     // Until `done()`, while calls into the consumer keep returning; gives up (false) once none has
@@ -306,6 +319,7 @@ private:
         held& h = q.records.front();
         delivery result = delivery::delivered;
         std::exception_ptr error;
+        if (!may_call()) continue;  // closed meanwhile: the loop's top counts what is held
         if (!call_consumer([&] { result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size); }, error))
           return;  // the sink's receiver is gone
         if (error) {
@@ -326,6 +340,7 @@ private:
         count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
         std::exception_ptr error;
+        if (!may_call()) return;  // close() gave up on the consumer: no end after it returned
         if (!call_consumer([&] { inner->finish(d, *q.dev); }, error)) return;  // the sink's receiver is gone
         if (error) sink.failed(d, error, true, 0);
       }

@@ -4,9 +4,11 @@
 #include <devtap/config.hpp>
 #include <devtap/fwd.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,6 +31,17 @@ struct open_receiver_list {
   };
   std::vector<closing_entry> closing;
   std::condition_variable closing_done;
+  // Receivers whose close() let a call into user code run on (a reader stuck in a consumer or
+  // handler, a merged consumer's helper): it may use its device (a `const device&`,
+  // tap_info::device), so a client destroyed meanwhile keeps that device for good. Weak: the
+  // threads that run on own what they use, and the state goes with its last one, as before.
+  struct left_running_entry {
+    std::string name;
+    std::vector<const device*> devices;
+    std::weak_ptr<receiver_state> state;                                // its detached readers own it
+    std::vector<std::weak_ptr<const std::atomic<bool>>> merged_calls;  // each merged consumer's "in a call"
+  };
+  std::vector<left_running_entry> left_running;
   bool handler_registered = false;
 };
 
@@ -42,9 +55,14 @@ inline open_receiver_list& open_receivers() {
  *  False when one that drains `dev` could only be abandoned: this thread is its consumer or its
  *  devices' work, which close() would wait for. */
 bool close_open_receivers(const device* dev);
+/** close_open_receivers without its last question (whether a call left running may use `dev`). */
+bool close_each_open_receiver(const device* dev);
 /** At normal exit: closes every receiver still open (each drained within its close_timeout; its
  *  consumers see their end of stream). */
 inline void close_open_receivers_at_exit() { close_open_receivers(nullptr); }
+/** close() or an abandon let go of `state`'s readers or merged consumers while one may still run
+ *  user code (see left_running). */
+void note_left_running(const std::shared_ptr<receiver_state>& state) noexcept;
 /** Whether this thread is a consumer of a receiver, open or closing, that drains `dev`. */
 bool consumer_of_open_receiver_draining(const device& dev) noexcept;
 /** From `open` to `closing`, by this thread, while it closes or abandons the receiver; taken off

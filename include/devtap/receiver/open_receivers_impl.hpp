@@ -21,7 +21,56 @@ namespace detail {
 inline bool drains_device(const receiver_state& state, const device* dev) {  // (every device when null)
   return !dev || std::ranges::any_of(state.streams, [dev](const auto& stream) { return stream->dev == dev; });
 }
+
+/** Whether the reader of `stream` was let go by a close() (or an abandon) and has not left yet. */
+inline bool reader_left_running(const device_stream& stream) {
+  return stream.abandoned.load(std::memory_order_relaxed) && !stream.reader_exited.load(std::memory_order_acquire);
+}
+
+/** Where a call into user code that was let run on still runs ("on the reader of cpu:1", "in a
+ *  merged consumer"); empty once none does. What it locks goes into `keep`, which the caller
+ *  releases after the list's lock: a last owner there would run the state's destructor (user code).
+ *  (A reader that lets go of the state while it is locked here leaves that destructor to this
+ *  thread: a narrow window, accepted; the readers' own ends never wait for it.) */
+inline std::vector<std::string> calls_left_running(const open_receiver_list::left_running_entry& entry,
+                                                   std::vector<std::shared_ptr<const void>>& keep) {
+  std::vector<std::string> where;
+  if (auto state = entry.state.lock()) {
+    keep.push_back(state);  // first: nothing below may leave `state` the last owner here
+    for (const auto& stream : state->streams)
+      if (reader_left_running(*stream)) where.push_back("on the reader of " + stream->device_name);
+  }
+  for (const auto& weak : entry.merged_calls)
+    if (auto calling = weak.lock()) {
+      keep.push_back(calling);
+      if (calling->load(std::memory_order_seq_cst)) where.push_back("in a merged consumer");
+    }
+  return where;
+}
+
+/** Drops the entries of `left_running` that run no user code any more (the list's lock held). */
+inline void take_finished(open_receiver_list& list, std::vector<std::shared_ptr<const void>>& keep) {
+  std::erase_if(list.left_running, [&](const auto& entry) { return calls_left_running(entry, keep).empty(); });
+}
 }  // namespace detail
+
+DEVTAP_FUNC void detail::note_left_running(const std::shared_ptr<receiver_state>& state) noexcept {
+  std::vector<std::shared_ptr<const void>> keep;  // released after the lock below
+  try {
+    open_receiver_list::left_running_entry entry{state->name, {}, state, {}};
+    for (const auto& stream : state->streams) entry.devices.push_back(stream->dev);
+    {
+      std::lock_guard lock(state->table_mutex);
+      for (const auto& consumer : state->entries)
+        if (auto calling = consumer->call_running_flag(); !calling.expired()) entry.merged_calls.push_back(std::move(calling));
+    }
+    auto& list = open_receivers();
+    std::lock_guard lock(list.mutex);
+    take_finished(list, keep);
+    list.left_running.push_back(std::move(entry));
+  } catch (...) {  // out of memory: a client destroyed while the call runs frees the device (as before)
+  }
+}
 
 DEVTAP_FUNC detail::closing_mark::closing_mark(std::shared_ptr<receiver_state> closed_here) : state(std::move(closed_here)) {
   auto& list = open_receivers();
@@ -59,10 +108,39 @@ DEVTAP_FUNC bool detail::consumer_of_open_receiver_draining(const device& dev) n
   return false;
 }
 
+namespace detail {
+/** Whether a call into user code that a close() let run on (left_running) may still use `dev`;
+ *  logs each. Asked after the receivers on `dev` were closed: those closes may have let one go. */
+inline bool calls_left_running_on(const device& dev) {
+  std::vector<std::shared_ptr<const void>> keep;  // released after the lock below
+  std::vector<std::pair<std::string, std::string>> still_running;  // receiver, where its call runs
+  {
+    auto& list = open_receivers();
+    std::lock_guard lock(list.mutex);
+    take_finished(list, keep);
+    for (const auto& entry : list.left_running)
+      if (std::ranges::find(entry.devices, &dev) != entry.devices.end())
+        for (std::string& where : calls_left_running(entry, keep)) still_running.emplace_back(entry.name, std::move(where));
+  }
+  for (const auto& [name, where] : still_running)
+    log(log_level::warn,
+        "receiver '{}': a consumer or handler call that close() gave up on still runs ({}); device '{}' is kept "
+        "until the process exits",
+        name, where, dev.name());
+  return !still_running.empty();
+}
+}  // namespace detail
+
+DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
+  // (Once one could not be closed the devices are kept anyway, and its lines say why.)
+  const bool closed = close_each_open_receiver(dev);
+  return dev == nullptr || !closed ? closed : !calls_left_running_on(*dev);
+}
+
 /** Closes the receivers still open that drain `dev` (all of them when null), logging what close()
  *  throws. One at a time, each taken off the list under its lock, and closed through its state
  *  alone: its owner, or a consumer that one close() calls, may destroy the receiver meanwhile. */
-DEVTAP_FUNC bool detail::close_open_receivers(const device* dev) {
+DEVTAP_FUNC bool detail::close_each_open_receiver(const device* dev) {
   bool all_closed = true;
   for (auto& list = open_receivers();;) {
     std::unique_lock lock(list.mutex);

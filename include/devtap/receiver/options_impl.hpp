@@ -25,8 +25,11 @@ DEVTAP_FUNC std::vector<device*> checked_receiver_devices(const receiver_options
                                 " is none of block, drop, error");
   std::vector<device*> devs = options.devices;
   if (devs.empty() && !options.backends.empty()) {
-    for (const auto& backend : options.backends)
-      for (device* d : devtap::devices(backend)) devs.push_back(d);
+    for (auto it = options.backends.begin(); it != options.backends.end(); ++it) {
+      if (std::find(options.backends.begin(), it, *it) != it)  // (else its first device is "listed twice")
+        throw std::invalid_argument("devtap: receiver '" + name + "': backend '" + *it + "' is listed twice");
+      for (device* d : devtap::devices(*it)) devs.push_back(d);
+    }
   } else if (devs.empty()) {
     for (client* c : devtap::backends())
       for (device* d : c->local_devices()) devs.push_back(d);

@@ -52,7 +52,7 @@ struct device_stream {
   // Set by close() when it gives up on this device: the reader calls no consumer again; it counts
   // what is left in the ring (lost_at_close) and sets `reader_exited`.
   std::atomic<bool> abandoned{false};
-  std::atomic<bool> reader_exited{false};
+  std::atomic<bool> reader_exited{false};  // (also set as the reader's thread leaves run(), whichever way)
   std::atomic<std::uint64_t> lost_at_close{0};
   std::atomic<bool> finished{false};
   // Set on the device by close()'s callback once the device's pending work is done and

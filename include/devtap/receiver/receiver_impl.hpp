@@ -4,8 +4,9 @@
 #include <devtap/receiver/device_work.hpp>
 #include <devtap/receiver/receiver.hpp>
 
-DEVTAP_BEGIN_NAMESPACE
+#include <optional>
 
+DEVTAP_BEGIN_NAMESPACE
 
 DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shared<detail::receiver_state>()) {
   state_->name = options.name.empty() ? std::string("receiver") : options.name;
@@ -74,7 +75,13 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
   }
   try {  // a thread that cannot start (EAGAIN), a list that cannot grow: no device stays attached
     for (auto& stream : state_->streams) {
-      stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) { detail::device_reader(*state, *s).run(st); });
+      stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) {
+        struct exit_mark {  // on every way out of run(): a reader close() let go is not running any more
+          detail::device_stream& stream;
+          ~exit_mark() { stream.reader_exited.store(true, std::memory_order_release); }
+        } const mark{*s};
+        detail::device_reader(*state, *s).run(st);
+      });
       stream->reader_id = stream->thread.get_id();
     }
     auto& list = detail::open_receivers();
@@ -115,7 +122,15 @@ DEVTAP_FUNC receiver::~receiver() {
     detail::abandon_receiver(state_);
     return;
   }
-  detail::forget(*state_);  // (close() below, or the exit handler's: not both)
+  // Off the open list and onto the closing one in one step (close() below, or the exit handler's:
+  // not both): a client destroyed meanwhile on another thread waits for this close, where with
+  // the receiver on neither list it freed the devices under it.
+  std::optional<detail::closing_mark> closing;
+  try {
+    closing.emplace(state_);
+  } catch (...) {  // (the list could not grow)
+    detail::forget(*state_);
+  }
   try {
     close();
   } catch (const std::exception& e) {
@@ -219,12 +234,13 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
   // A reader stuck inside a consumer cannot be joined without hanging: give them all one moment to
   // count what they leave, then let them go (each owns a reference to the state: nothing is freed).
   const auto grace_end = std::chrono::steady_clock::now() + detail::close_grace;
+  bool left_running = false;
   for (auto& stream : state.streams) {
     if (!stream->thread.joinable()) continue;
     while (!stream->reader_exited.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < grace_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (stream->reader_exited.load(std::memory_order_acquire)) stream->thread.join();
-    else stream->thread.detach();
+    else stream->thread.detach(), left_running = true;
   }
   {  // consumers that hold records back (merged) deliver them now, not after close() returned
     std::vector<std::shared_ptr<detail::consumer_entry>> entries;
@@ -235,7 +251,12 @@ DEVTAP_FUNC void detail::close_receiver(std::shared_ptr<receiver_state> keep) { 
     // On their helpers, bounded as for readers (merged_entry.hpp); one may destroy the receiver
     // (from here on, close() touches the state only).
     for (auto& entry : entries) entry->close_held();
+    left_running = left_running || std::ranges::any_of(entries, [](const auto& e) {
+      const auto calling = e->call_running_flag().lock();  // (seq_cst: partner merged_entry's may_call)
+      return calling && calling->load(std::memory_order_seq_cst);
+    });
   }
+  if (left_running) detail::note_left_running(keep);  // a client destroyed meanwhile keeps its devices
   // A host thread whose tap found the ring full as the stream ended may count its drop after the
   // reader told the files: they are told the rest now, so they count what stats() counts.
   for (const auto& stream : state.streams)
@@ -335,6 +356,7 @@ DEVTAP_FUNC void detail::abandon_receiver(const std::shared_ptr<receiver_state>&
     // when it returns, and a joinable jthread there would join itself.
     if (stream->thread.joinable()) stream->thread.detach();
   }
+  note_left_running(state);  // its readers (this thread's among them) may still be inside consumers
   // The trace and the recording are completed when the state goes, after the last reader (each
   // reader ends its device's part as it exits): closing them now would drop what readers still hold.
 }

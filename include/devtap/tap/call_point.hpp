@@ -17,7 +17,7 @@ DEVTAP_BEGIN_NAMESPACE
 template <class Req, class Rep>
 struct call_point {
   std::uint32_t id = 0;           ///< the handler's id within its receiver, with detail::call_id_flag (0 = none)
-  std::uint64_t fingerprint = 0;  ///< call_fingerprint_v<Req, Rep>, checked by the receiver
+  std::uint64_t fingerprint = 0;  ///< call_fingerprint_v<Req, Rep> (a call sends its own types' fingerprint, not this word)
   std::uint32_t receiver = 0;     ///< the receiver that serves it (0 = none)
 };
 

@@ -264,7 +264,9 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   std::byte* const dst = stamp_bytes != 0 ? put_stamp(ring.payload_at(pos), stamp) : ring.payload_at(pos);
   std::memcpy(dst, &header, sizeof header);
   encode(request, dst + sizeof header);
-  commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, point.fingerprint,
+  // The types this call was compiled with, not the point's word: a point copied by hand into other
+  // types must be refused (type_mismatch), not answered with a reply of another size.
+  commit<host_atomics>(ring, pos, stamp_bytes != 0 ? point.id | stamped_id_flag : point.id, call_fingerprint_v<Req, Rep>,
                        static_cast<std::uint32_t>(payload));
   // The reader gone before answering: the slot stays taken (the ring is finished; a late answer from a
   // handler still running may land in it).
