@@ -106,7 +106,7 @@ public:
     return std::shared_ptr<const std::atomic<bool>>(core_, &core_->in_call);  // (the helper owns the core too)
   }
   // Held records are counted lost by the next holder of the lock (deliver_ready), never delivered.
-  void abandon_held() override { core_->closed.store(true, std::memory_order_release); }
+  void abandon_held() override { core_->closed.store(true, std::memory_order_seq_cst); }  // (partner: may_call)
 
 private:
   struct held {  // a record's bytes, kept in place when small (most records): no allocation
@@ -319,7 +319,10 @@ private:
         held& h = q.records.front();
         delivery result = delivery::delivered;
         std::exception_ptr error;
-        if (!may_call()) continue;  // closed meanwhile: the loop's top counts what is held
+        if (!may_call()) {  // closed meanwhile: the loop's top counts what is held, unless the entry
+          if (orphaned.load(std::memory_order_seq_cst)) return;  // went (its destructor saw in_call: see ~merged_entry)
+          continue;
+        }
         if (!call_consumer([&] { result = inner->deliver(first, *q.dev, h.stamp, h.data(), h.size); }, error))
           return;  // the sink's receiver is gone
         if (error) {

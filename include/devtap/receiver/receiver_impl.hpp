@@ -122,9 +122,8 @@ DEVTAP_FUNC receiver::~receiver() {
     detail::abandon_receiver(state_);
     return;
   }
-  // Off the open list and onto the closing one in one step (close() below, or the exit handler's:
-  // not both): a client destroyed meanwhile on another thread waits for this close, where with
-  // the receiver on neither list it freed the devices under it.
+  // Off the open list, onto the closing one in one step (close() below, or the exit handler's: not
+  // both): a client destroyed meanwhile elsewhere waits for this close (on no list, it did not).
   std::optional<detail::closing_mark> closing;
   try {
     closing.emplace(state_);
@@ -134,9 +133,10 @@ DEVTAP_FUNC receiver::~receiver() {
   try {
     close();
   } catch (const std::exception& e) {
-    log(log_level::error, "receiver '{}' destroyed without close(); close() would have thrown: {}", state_->name,
-        e.what());
+    closing.reset();  // closed: a log sink that destroys a client must not find it still closing
+    log(log_level::error, "receiver '{}' destroyed without close(); close() would have thrown: {}", state_->name, e.what());
   } catch (...) {
+    closing.reset();
     log(log_level::error, "receiver '{}' destroyed without close(); close() would have thrown", state_->name);
   }
 }
