@@ -50,9 +50,9 @@ struct device_stream {
   // the reader answers with the number it saw, the next time it finds the ring empty.
   std::atomic<std::uint64_t> sinks_write_asked{0}, sinks_written{0};
   // Set by close() when it gives up on this device: the reader calls no consumer again; it counts
-  // what is left in the ring (lost_at_close) and sets `reader_exited`.
+  // what is left in the ring (lost_at_close), then leaves.
   std::atomic<bool> abandoned{false};
-  std::atomic<bool> reader_exited{false};  // (also set as the reader's thread leaves run(), whichever way)
+  std::atomic<bool> reader_exited{false};  // set as the reader's thread leaves run(), whichever way
   std::atomic<std::uint64_t> lost_at_close{0};
   std::atomic<bool> finished{false};
   // Set on the device by close()'s callback once the device's pending work is done and

@@ -355,8 +355,7 @@ DEVTAP_FUNC void device_reader::count_lost() {
         state_.name, lost, stream_.device_name);
     state_.mark(stream_, marker_kind::lost, lost, "records left in the ring when close() gave up on the device");
   }
-  state_.end_sinks(stream_);
-  stream_.reader_exited.store(true, std::memory_order_release);
+  state_.end_sinks(stream_);  // (`reader_exited` follows as the thread leaves run(): receiver_impl.hpp)
 }
 
 /** What was wrong with a malformed record, for the report. */
