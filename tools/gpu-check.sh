@@ -63,6 +63,20 @@ import json, sys
 sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json.load(sys.stdin)) else 1)'; then
     echo "gpu-check: $build is configured with -Dcuda=disabled" >&2; exit 1
   fi
+  # Kernels built for device debugging run unoptimized: every figure of the run would be wrong.
+  # (Meson 1.0 gives nvcc -G for buildtype=debug, even with optimization=2 and debug=false.)
+  if ! python3 - "$build/compile_commands.json" <<'PY'
+import json, shlex, sys
+bad = sorted({e["file"] for e in json.load(open(sys.argv[1])) if e["file"].endswith(".cu") and
+              any(a in ("-G", "--device-debug") for a in (e.get("arguments") or shlex.split(e["command"])))})
+if bad:
+    print(f"gpu-check: {len(bad)} CUDA files of this build compile with -G (device debug; first: {bad[0]}): "
+          "reconfigure it: meson configure BUILD -Dbuildtype=release", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  then
+    exit 1
+  fi
   # Meson 1.0 (Debian 12) records no header dependencies for nvcc objects, so an incremental build
   # keeps CUDA objects older than a changed header: remove those, so the pack is never stale. Any
   # header a .cu file may include counts: the library's and those of the tests, examples and benches.
@@ -90,6 +104,10 @@ sys.exit(0 if any(o["name"] == "cuda" and o["value"] != "disabled" for o in json
   programs > "$pack/programs.txt"
   cp bench/cuda/jax_peer.py "$pack/bin/" 2>/dev/null || true
   git -C "$root" rev-parse --short HEAD > "$pack/commit.txt" 2>/dev/null || true
+  # How the kernels were compiled, for the figures' record (run copies it into env.txt).
+  python3 -c 'import json, sys
+e = next(e for e in json.load(open(sys.argv[1])) if e["file"].endswith("outfeed_gpu.cu"))
+print(e.get("command") or " ".join(e["arguments"]))' "$build/compile_commands.json" > "$pack/nvcc.txt" 2>/dev/null || true
   local kib
   kib=$(du -sk "$pack" | cut -f1)
   echo "gpu-check: $(programs | wc -l) programs and the JAX peer script; libraries: $(ls "$pack/lib" | tr '\n' ' ')"
@@ -116,6 +134,7 @@ run() {
     echo "commit: $(cat "$pack/commit.txt" 2>/dev/null)"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
     echo "cpus: $(nproc)"
+    echo "compiled: $(cat "$pack/nvcc.txt" 2>/dev/null)"
   } > "$results/env.txt"
   export LD_LIBRARY_PATH=$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   local status=0 start=$SECONDS rows=()
