@@ -60,6 +60,12 @@ public:
   explicit replay(std::string path) : file_(std::make_shared<detail::recording_reader>(std::move(path))) {
     for (const auto& d : file_->devices()) devices_.push_back(std::make_shared<detail::recorded_device_view>(d));
   }
+  /** Not copyable (a copy would share the file's reading position and the consumers); movable. A
+   *  moved-from replay throws std::logic_error from attach() and run(), and reads as empty. */
+  replay(const replay&) = delete;
+  replay& operator=(const replay&) = delete;
+  replay(replay&&) noexcept = default;
+  replay& operator=(replay&&) noexcept = default;
 
   /** Attaches a consumer of T to the recorded points named `point` (the name given to
    *  receiver::attach) whose type is T (several live points may share a name), in the forms
@@ -78,7 +84,7 @@ public:
    *  as receiver::attach(fn, merged) does; the recording must have timestamps. */
   template <class T, class Fn>
   void attach(std::string_view point, Fn fn, merged_t) {
-    if (!file_->timestamps())
+    if (!reader().timestamps())
       throw std::logic_error("devtap: replay '" + file_->path() + "': attach(..., devtap::merged) needs a recording made with "
                              "receiver_options::timestamps = true");
     add<T>(point, std::move(fn), true, true);
@@ -100,19 +106,32 @@ public:
     return out;
   }
   /** The recording's receiver name, and whether its taps carry timestamps. */
-  const std::string& receiver_name() const noexcept { return file_->receiver_name(); }
-  bool timestamps() const noexcept { return file_->timestamps(); }
+  const std::string& receiver_name() const noexcept {
+    static const std::string none;
+    return file_ ? file_->receiver_name() : none;
+  }
+  bool timestamps() const noexcept { return file_ && file_->timestamps(); }
   /** The names of the recorded points (taps, calls, printers, "scope"). */
   std::vector<std::string> point_names() const {
     std::vector<std::string> out;
-    for (const auto& p : file_->points()) out.push_back(p.name);
+    if (file_)
+      for (const auto& p : file_->points()) out.push_back(p.name);
     return out;
   }
   /** The names a kernel's scope ids were given (receiver::name_scope), by id: a replayed
    *  scope_event of a kernel carries only its id, as it did live. */
-  const std::map<std::uint32_t, std::string>& scope_names() const noexcept { return file_->scope_names(); }
+  const std::map<std::uint32_t, std::string>& scope_names() const noexcept {
+    static const std::map<std::uint32_t, std::string> none;
+    return file_ ? file_->scope_names() : none;
+  }
 
 private:
+  // The file, for what acts on it: a moved-from replay has none.
+  const detail::recording_reader& reader() const {
+    if (!file_) throw std::logic_error("devtap: replay: used after it was moved from");
+    return *file_;
+  }
+
   struct attached {
     std::vector<std::uint32_t> ids;  // the recorded points of its name and type
     std::shared_ptr<detail::consumer_entry> entry;

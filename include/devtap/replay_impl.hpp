@@ -12,6 +12,7 @@
 DEVTAP_BEGIN_NAMESPACE
 
 DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::uint64_t fingerprint) const {
+  reader();  // (throws for a moved-from replay)
   // run() walks consumers_: one added meanwhile (from a consumer) would move the entry it hands a record to.
   if (ran_)
     throw std::logic_error("devtap: replay '" + file_->path() + "': attach() after run() was called (attach every consumer first)");
@@ -43,6 +44,7 @@ DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::
 }
 
 DEVTAP_FUNC replay_stats replay::run() {
+  reader();  // (throws for a moved-from replay)
   if (std::exchange(ran_, true))
     throw std::logic_error("devtap: replay '" + file_->path() + "': run() was already called (a replay runs once)");
   // What run() uses, its own: a consumer may destroy the replay (as a receiver's may its receiver).

@@ -35,6 +35,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <thread>
 #include <tuple>
 #include <typeinfo>
@@ -1015,6 +1016,54 @@ TEST_CASE("replay: points are found by name and type; a point never tapped repla
   CHECK(doubles == std::vector<double>{4.5});
   CHECK(silent == 0);
   CHECK_THROWS_AS(rp.run(), std::logic_error);
+}
+
+// A copy would share the file's reading position (a copy run from a consumer ended the original's
+// run early, silently) and the consumers: a replay is moved, never copied.
+static_assert(!std::is_copy_constructible_v<devtap::replay> && !std::is_copy_assignable_v<devtap::replay>);
+static_assert(std::is_nothrow_move_constructible_v<devtap::replay> && std::is_nothrow_move_assignable_v<devtap::replay>);
+
+TEST_CASE("replay: a moved replay runs where it went; the moved-from one refuses attach() and run(), and reads as empty") {
+  temp_file file("moved");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .name = "mv", .timestamps = true, .record_file = file.path});
+    auto x = rx.attach<int>([](const int&) {}, "x");
+    rx.name_scope(7, "seven");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 100; ++i) ctx.tap(x, i);
+    });
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  int got = 0;
+  rp.attach<int>("x", [&](const int&) { ++got; });
+  devtap::replay moved = std::move(rp);
+  CHECK_THROWS_WITH(rp.run(), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(rp.attach<int>("x", [](const int&) {}), Catch::Contains("moved from"));
+  CHECK_THROWS_WITH(rp.attach<int>("x", [](const int&) {}, devtap::merged), Catch::Contains("moved from"));
+  CHECK(rp.receiver_name().empty());
+  CHECK_FALSE(rp.timestamps());
+  CHECK(rp.point_names().empty());
+  CHECK(rp.scope_names().empty());
+  CHECK(rp.devices().empty());
+  CHECK(moved.receiver_name() == "mv");
+  CHECK(moved.timestamps());
+  CHECK(moved.scope_names().at(7) == "seven");
+  const devtap::replay_stats stats = moved.run();
+  CHECK(got == 100);
+  CHECK(stats.delivered == 100);
+  // Assigned over: the target's own consumers go, it runs the source's once.
+  devtap::replay again(file.path), target(file.path);
+  int counted = 0, dropped_consumer = 0;
+  again.attach<int>("x", [&](const int&) { ++counted; });
+  target.attach<int>("x", [&](const int&) { ++dropped_consumer; });
+  target = std::move(again);
+  target.run();
+  CHECK(counted == 100);
+  CHECK(dropped_consumer == 0);
+  CHECK_THROWS_AS(target.run(), std::logic_error);
+  CHECK_THROWS_WITH(again.run(), Catch::Contains("moved from"));
 }
 
 TEST_CASE("replay: attach() from a consumer during run(), or after it, is refused; a call point says it is one") {
