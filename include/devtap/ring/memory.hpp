@@ -60,7 +60,8 @@ struct ring_allocation {
    *  Empty when the position could not be read by `deadline` (a GPU whose copy engine does not answer). */
   virtual std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const {
     (void)deadline;  // host memory: read at once
-    return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_acquire);
+    // seq_cst: an abandoned reader counts up to here (partner: host_tap's ring_closed after its claim).
+    return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_seq_cst);
   }
 };
 

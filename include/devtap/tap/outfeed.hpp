@@ -117,9 +117,11 @@ inline tap_refusal refusal(const outfeed& out, std::uint32_t id, std::uint32_t r
 /** What a host call that failed with `error` says (`slot_text`: the handler's message, if any). */
 std::string describe_call_failure(const outfeed& out, call_errc error, std::string_view slot_text);
 
-/** True once close_ring (ring/close.hpp) ran: acquire, its partner's store is seq_cst. */
+/** True once close_ring (ring/close.hpp) ran. seq_cst (a plain load on x86): after a claim it is
+ *  the last of close_ring's CAS, the claim's CAS and count_lost's look at the tail, all seq_cst, so
+ *  a claim the abandoned reader did not count sees the ring closed (reader_impl.hpp, abandon). */
 inline bool ring_closed(const ring_view& ring) noexcept {
-  return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_acquire) != ring_open;
+  return std::atomic_ref<std::uint32_t>(ring.consumer->closed).load(std::memory_order_seq_cst) != ring_open;
 }
 
 /** Pins a ring while a host thread may wait inside it (a call, a tap blocked for space), or while
