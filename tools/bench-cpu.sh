@@ -20,7 +20,7 @@ for a in "$@"; do  # a partial or smoke run must not overwrite the full results 
 done
 
 if [[ ! -f $build/build.ninja ]]; then
-  meson setup "$build" --buildtype=release -Dcuda=disabled -Dtests=false -Dexamples=false -Dbench=true
+  meson setup "$build" --buildtype=release -Doptimization=3 -Dcuda=disabled -Dtests=false -Dexamples=false -Dbench=true
 fi
 meson compile -C "$build" >/dev/null
 bin=$build/bench/devtap-bench-cpu

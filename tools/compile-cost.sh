@@ -59,7 +59,7 @@ lib_flags=()
 if [[ $mode == compiled ]]; then
   build=$tmp/devtap-compiled
   meson setup "$build" "$repo" -Dcompiled=true -Dcuda=disabled -Dtests=false -Dexamples=false -Dbench=false \
-    --buildtype=release >/dev/null
+    --buildtype=release -Doptimization=3 >/dev/null
   meson compile -C "$build" >/dev/null
   lib=$(find "$build" -maxdepth 1 -name 'libdevtap.a' -o -maxdepth 1 -name 'libdevtap.so' | head -1)
   extra_flags=(-DDEVTAP_COMPILED=1)

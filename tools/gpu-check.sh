@@ -71,7 +71,7 @@ bad = sorted({e["file"] for e in json.load(open(sys.argv[1])) if e["file"].endsw
               any(a in ("-G", "--device-debug") for a in (e.get("arguments") or shlex.split(e["command"])))})
 if bad:
     print(f"gpu-check: {len(bad)} CUDA files of this build compile with -G (device debug; first: {bad[0]}): "
-          "reconfigure it: meson configure BUILD -Dbuildtype=release", file=sys.stderr)
+          "reconfigure it: meson configure BUILD -Dbuildtype=release -Doptimization=2", file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
   then

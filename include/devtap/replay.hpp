@@ -65,7 +65,15 @@ public:
   replay(const replay&) = delete;
   replay& operator=(const replay&) = delete;
   replay(replay&&) noexcept = default;
-  replay& operator=(replay&&) noexcept = default;
+  replay& operator=(replay&& other) noexcept {
+    if (this != &other) {  // (defaulted, a self-move emptied the vectors and kept the file)
+      file_ = std::move(other.file_);
+      devices_ = std::move(other.devices_);
+      consumers_ = std::move(other.consumers_);
+      ran_ = other.ran_;
+    }
+    return *this;
+  }
 
   /** Attaches a consumer of T to the recorded points named `point` (the name given to
    *  receiver::attach) whose type is T (several live points may share a name), in the forms

@@ -1058,6 +1058,8 @@ TEST_CASE("replay: a moved replay runs where it went; the moved-from one refuses
   int counted = 0, dropped_consumer = 0;
   again.attach<int>("x", [&](const int&) { ++counted; });
   target.attach<int>("x", [&](const int&) { ++dropped_consumer; });
+  devtap::replay& same = again;
+  again = std::move(same);  // a self-move keeps it whole
   target = std::move(again);
   target.run();
   CHECK(counted == 100);
