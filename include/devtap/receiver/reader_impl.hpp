@@ -387,9 +387,7 @@ DEVTAP_FUNC void device_reader::stop_malformed(const record_ref& rec) {
 }
 
 DEVTAP_FUNC void abandon(device_stream& stream) {
-  // Closed before the reader learns it was given up on: count_lost's look at the tail then comes
-  // after the close, so a claim it does not see sees the ring closed and aborts (partner: host_tap's
-  // ring_closed after its claim). Closed after, a tap in between was neither delivered nor counted.
+  // Closed first: a claim count_lost's look at the tail misses sees it and aborts (partner: host_tap; docs/ring.md).
   close_ring(stream.ring->host, ring_reader_gone);
   stream.abandoned.store(true, std::memory_order_seq_cst);
   stream.thread.request_stop();
