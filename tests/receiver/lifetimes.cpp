@@ -244,7 +244,7 @@ TEST_CASE("a client destroyed while a consumer that close() gave up on still run
   CHECK_THROWS_AS(rx->close(), devtap::timeout_error);
   rx.reset();
   cpus.reset();  // the consumer still runs on cpu:1's reader
-  CHECK(log.has("receiver 'gave-up': a consumer or handler call that close() gave up on still runs (on the reader of "
+  CHECK(log.has("receiver 'gave-up': a consumer or handler call, or a trace or record file write, that close() gave up on still runs (on the reader of "
                 "cpu:1); device 'cpu:0' is kept until the process exits"));
   CHECK(log.has("cpu_client destroyed while a receiver still uses its devices (from a thread its close() waits for, "
                 "or while a consumer its close() gave up on still runs): its 2 device(s) are kept"));
@@ -264,7 +264,7 @@ TEST_CASE("a client destroyed first, whose own close of the receiver gives up on
   rx.outfeed(*d0).tap(point, 1);
   blocked.wait_inside();
   cpus.reset();  // closes rx (it times out), then must keep cpu:0
-  CHECK(log.has("receiver 'open-at-reset': a consumer or handler call that close() gave up on still runs (on the "
+  CHECK(log.has("receiver 'open-at-reset': a consumer or handler call, or a trace or record file write, that close() gave up on still runs (on the "
                 "reader of cpu:0); device 'cpu:0' is kept until the process exits"));
   CHECK(blocked.finish() == "cpu:0");
 }
@@ -311,7 +311,7 @@ TEST_CASE("a client destroyed while a merged consumer's call that close() left r
   }
   rx.reset();
   cpus.reset();
-  CHECK(log.has("receiver 'merged-left': a consumer or handler call that close() gave up on still runs (in a merged "
+  CHECK(log.has("receiver 'merged-left': a consumer or handler call, or a trace or record file write, that close() gave up on still runs (in a merged "
                 "consumer); device 'cpu:0' is kept until the process exits"));
   CHECK(blocked.finish() == "cpu:0");
 }

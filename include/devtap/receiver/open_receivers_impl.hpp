@@ -124,7 +124,7 @@ inline bool calls_left_running_on(const device& dev) {
   }
   for (const auto& [name, where] : still_running)
     log(log_level::warn,
-        "receiver '{}': a consumer or handler call that close() gave up on still runs ({}); device '{}' is kept "
+        "receiver '{}': a consumer or handler call, or a trace or record file write, that close() gave up on still runs ({}); device '{}' is kept "
         "until the process exits",
         name, where, dev.name());
   return !still_running.empty();
