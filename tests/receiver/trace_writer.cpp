@@ -382,6 +382,48 @@ TEST_CASE("with stderr closed, a trace file does not take its slot (the program'
   CHECK(events_of(read_trace(file.path), "tap").size() == 100);  // emptied first: JSON only
 }
 
+TEST_CASE("an open that fails says what the system's words mean for a FIFO, a closed or read-only stdout or stderr") {
+  // Before, only the system's text: "No such device or address", "No such file or directory", "Invalid argument".
+  devtap::cpu_client cpus(1);
+  const temp_file fifo("trace-fifo-unread");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .trace_file = fifo.path}),
+                    Catch::Contains(std::strerror(ENXIO)) && Catch::Contains("no process has open for reading: start its reader first"));
+  const temp_file other("trace-other");
+  devtap_test::write_all(other.path, "x");
+  for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
+    const std::string path = standard == STDOUT_FILENO ? "/dev/stdout" : "/dev/stderr";
+    const std::string stream = standard == STDOUT_FILENO ? "stdout" : "stderr";
+    std::fflush(nullptr);
+    const int saved = ::dup(standard);
+    REQUIRE(saved >= 0);
+    const devtap::log_level level = devtap::get_log_level();
+    devtap::set_log_level(devtap::log_level::off);  // (nothing may reach a closed or swapped stderr)
+    std::string closed, read_only;
+    ::close(standard);
+    try {
+      devtap::receiver rx({.devices = all(cpus), .record_file = path});
+    } catch (const std::invalid_argument& e) {
+      closed = e.what();
+    }
+    const int reading = ::open(other.path.c_str(), O_RDONLY);  // takes the closed slot
+    try {
+      devtap::receiver rx({.devices = all(cpus), .trace_file = path});
+    } catch (const std::invalid_argument& e) {
+      read_only = e.what();
+    }
+    ::dup2(saved, standard);
+    ::close(saved);
+    if (reading != standard) ::close(reading);
+    devtap::set_log_level(level);
+    CHECK(reading == standard);
+    CHECK_THAT(closed, Catch::Contains("cannot open '" + path + "' for writing") &&
+                           Catch::Contains("(this process's " + stream + " is closed)"));
+    CHECK_THAT(read_only, Catch::Contains("(this process's " + stream + " is open for reading only)"));
+  }
+  CHECK(devtap_test::read_all(other.path) == "x");
+}
+
 TEST_CASE("a trace written into a pipe whose reader left is an error reported by close(), not a SIGPIPE") {
   // Before, the write raised SIGPIPE, which ends a program that has not set it aside.
   const temp_file fifo("trace-fifo-gone");

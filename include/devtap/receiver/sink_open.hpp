@@ -114,6 +114,21 @@ private:
   sigset_t previous_{};
 };
 
+/** Why `path` could not be opened for writing (errno `error`), with what the system's words mean
+ *  where it is this process's stdout or stderr, or a FIFO. */
+inline std::string open_problem(const std::string& path, int error, int standard) {
+  std::string why = "cannot open '" + path + "' for writing: " + std::strerror(error);
+  const char* const stream = standard == STDOUT_FILENO ? "stdout" : "stderr";
+  struct ::stat info {};
+  if (const int flags = standard >= 0 ? ::fcntl(standard, F_GETFL) : 0; flags < 0)
+    why += std::string(" (this process's ") + stream + " is closed)";
+  else if (standard >= 0 && (flags & O_ACCMODE) == O_RDONLY)
+    why += std::string(" (this process's ") + stream + " is open for reading only)";
+  else if (error == ENXIO && ::stat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode))
+    why += " (a FIFO that no process has open for reading: start its reader first)";
+  return why;
+}
+
 /** Opens `path` for a sink, or throws std::invalid_argument beginning with `where` (the option).
  *  Leaves the file as it is: start_file() empties it. `from_first_byte`: the file is read from its
  *  first byte (a recording), so stdout's or stderr's file that already holds output is refused. */
@@ -148,14 +163,14 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
     else if (shared >= 0) ::close(shared);
     errno = error;  // (else a FIFO without a reader: refused below)
   }
-  if (d.fd < 0) throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(errno));
+  if (d.fd < 0) throw std::invalid_argument(where + open_problem(path, errno, d.standard));
   if (d.fd <= STDERR_FILENO) {  // stdout or stderr was closed: the program's output must not reach this file
     const int moved = ::fcntl(d.fd, F_DUPFD_CLOEXEC, 3);
     ::close(d.fd);
     if ((d.fd = moved) < 0) {
       const int error = errno;
       if (!d.made.empty()) ::unlink(d.made.c_str());
-      throw std::invalid_argument(where + "cannot open '" + path + "' for writing: " + std::strerror(error));
+      throw std::invalid_argument(where + open_problem(path, error, d.standard));
     }
   }
   const auto refuse = [&](bool locked_by_another, std::string why = {}) {
@@ -164,8 +179,9 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
     release_sink_descriptor(d);
     ::close(d.fd);
     if (why.empty()) why = (locked_by_another ? "'" + path + "' is being written by another writer (a receiver's "
-                                                             "trace or record file, this one's included): "
-                                              : "cannot open '" + path + "' for writing: ") + std::strerror(error);
+                                                             "trace or record file, this one's included): " +
+                                                                 std::strerror(error)
+                                              : open_problem(path, error, d.standard));
     throw std::invalid_argument(where + why);
   };
   if (::fstat(d.fd, &info) != 0) refuse(false);
