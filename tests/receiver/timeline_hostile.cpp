@@ -1721,3 +1721,73 @@ TEST_CASE("hostile merged: a scope record counts once beside a consumer that thr
   CHECK(d.records == 10);
   CHECK(d.ignored + d.consumer_errors == 0);
 }
+
+namespace {
+struct timed_value {
+  int value;
+  std::int64_t time_ns;
+};
+// Records delivered after one tapped later than them: "value (later one's value), us apart" each.
+std::string inversions_of(const std::vector<timed_value>& got) {
+  std::string out;
+  for (std::size_t i = 1; i < got.size(); ++i)
+    if (got[i].time_ns < got[i - 1].time_ns)
+      out += std::to_string(got[i].value) + " after " + std::to_string(got[i - 1].value) + " (" +
+             std::to_string((got[i - 1].time_ns - got[i].time_ns) / 1000) + " us earlier); ";
+  return out;
+}
+}  // namespace
+
+TEST_CASE("hostile merged: a device quiet before is waited for again: its next record, still in its busy reader, is not overtaken",
+          "[merged]") {
+  // Before, a device the merge had called quiet stayed quiet until it handed something in: here
+  // cpu:1's 1001, behind a consumer that keeps its reader 100 ms, was overtaken by ~20 of cpu:0's
+  // later records despite a 300 ms lag (timeline.md: a larger lag keeps order behind a busy reader).
+  watchdog dog("hostile merged: quiet before", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 300ms});
+  std::vector<timed_value> got;
+  auto merged = rx.attach<int>([&](const int& v, const devtap::tap_info& info) { got.push_back({v, ns_of(info.time)}); },
+                               devtap::merged);
+  auto slow = rx.attach<double>([](const double&) { std::this_thread::sleep_for(100ms); });
+  std::atomic<bool> done{false};
+  auto quiet_then_busy = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
+    ctx.tap(merged, 1000);
+    std::this_thread::sleep_for(900ms);  // three lags: quiet while cpu:0's records pass it
+    ctx.tap(slow, 0.0);
+    ctx.tap(merged, 1001);  // waits in the ring while the reader is in `slow`
+    done = true;
+  });
+  auto steady = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+    int i = 0;
+    while (!done.load()) ctx.tap(merged, i++), std::this_thread::sleep_for(5ms);
+    for (int k = 0; k < 20; ++k) ctx.tap(merged, i++), std::this_thread::sleep_for(5ms);
+  });
+  quiet_then_busy.get();
+  steady.get();
+  rx.close();
+  CHECK(inversions_of(got) == "");
+  CHECK(std::count_if(got.begin(), got.end(), [](const timed_value& r) { return r.value >= 1000; }) == 2);
+}
+
+TEST_CASE("hostile merged: bursts further apart than the lag keep their order (a device quiet between bursts is waited for)",
+          "[merged]") {
+  // Steps with pauses: one thread taps cpu:1, then cpu:0. Before, cpu:1 stayed quiet from the last
+  // pause on, and cpu:0's record went first whenever its reader handed it in first.
+  watchdog dog("hostile merged: bursts", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 100ms});
+  std::vector<timed_value> got;
+  auto merged = rx.attach<int>([&](const int& v, const devtap::tap_info& info) { got.push_back({v, ns_of(info.time)}); },
+                               devtap::merged);
+  devtap::outfeed first = rx.outfeed(*cpus.cpu_devices()[1]), second = rx.outfeed(*cpus.cpu_devices()[0]);
+  constexpr int bursts = 8;
+  for (int b = 0; b < bursts; ++b) {
+    first.tap(merged, 2 * b);
+    second.tap(merged, 2 * b + 1);
+    std::this_thread::sleep_for(250ms);  // the held record goes out past a quiet device, and the merge idles
+  }
+  rx.close();
+  REQUIRE(got.size() == 2u * bursts);
+  CHECK(inversions_of(got) == "");
+}

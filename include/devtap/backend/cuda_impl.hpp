@@ -53,7 +53,8 @@ DEVTAP_FUNC cuda_client::cuda_client(process_info process) : process_(process) {
   detail::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
-    detail::cuda_check(cudaGetDeviceProperties(&prop, i), "cudaGetDeviceProperties");
+    // (One GPU that cannot be described fails the backend, as any failure of its start: named.)
+    detail::cuda_check(cudaGetDeviceProperties(&prop, i), "cuda:" + std::to_string(i), "cudaGetDeviceProperties");
     owned_.push_back(std::make_unique<cuda_device>(i, process_.index, prop));
     views_.push_back(owned_.back().get());
   }

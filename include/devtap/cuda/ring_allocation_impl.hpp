@@ -132,6 +132,7 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
   // probe ran (it ends at once then: asks[0] says so).
   cudaStream_t probe_stream = nullptr;
   bool finished = false;
+  bool failed = false;  // a CUDA call failed: said once, with its reason
   try {
     cuda_current_device current(device_, device_name_);
     cuda_check(cudaStreamCreateWithFlags(&probe_stream, cudaStreamNonBlocking), device_name_,
@@ -167,7 +168,10 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
       deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
     }
     std::atomic_ref<std::uint64_t>(asks[0]).store(~std::uint64_t{0}, std::memory_order_seq_cst);  // the probe ends
-    for (int i = 0; i < 2000 && !finished; ++i) {  // at most ~2 s: a probe that never ran ends at once when it does
+    // A probe that answered ends at once: at most ~2 s for it. One that never answered is not waited
+    // for again (it ends at once whenever it runs; its library stays loaded, below).
+    const bool answered = clock_error_ns != ~std::uint64_t{0};
+    for (int i = 0; answered && i < 2000 && !finished; ++i) {
       const cudaError_t status = cudaStreamQuery(probe_stream);
       if (status == cudaSuccess) finished = true;
       else if (status != cudaErrorNotReady) cuda_check(status, device_name_, "the clock probe");
@@ -175,11 +179,14 @@ DEVTAP_FUNC void cuda_ring_allocation::calibrate_clock() {
     }
   } catch (const std::exception& e) {
     std::atomic_ref<std::uint64_t>(asks[0]).store(~std::uint64_t{0}, std::memory_order_seq_cst);
-    log(log_level::warn, "{}: GPU timestamps not calibrated: {}", device_name_, e.what());
+    failed = true;
+    if (clock_error_ns == ~std::uint64_t{0}) log(log_level::warn, "{}: GPU timestamps not calibrated: {}", device_name_, e.what());
+    else log(log_level::warn, "{}: the clock probe failed after it answered (its calibration is kept): {}", device_name_, e.what());
   }
   // A library whose kernel may still be queued stays loaded (a few hundred bytes) rather than pulled from under it.
   if (library != nullptr && finished) (void)cudaLibraryUnload(library);
   if (probe_stream != nullptr) (void)cudaStreamDestroy(probe_stream);
+  if (failed) return;
   if (clock_error_ns == ~std::uint64_t{0})
     log(log_level::warn, "{}: GPU timestamps not calibrated (the probe kernel did not answer within 2 s): its "
                          "stamps are the GPU's %globaltimer, not the host's clock", device_name_);

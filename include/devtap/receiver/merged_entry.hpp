@@ -118,15 +118,14 @@ private:
     std::byte* data() { return heap ? heap.get() : small; }
     record_stamp stamp;
     std::size_t size;
+    std::chrono::steady_clock::time_point arrived{};  // when it joined its queue (hand_in)
     std::byte small[inline_bytes];
     std::unique_ptr<std::byte[]> heap;
   };
   struct queue {
     std::deque<held> records;
     const device* dev = nullptr;        // whose records they are (set at the start)
-    std::uint64_t arrivals = 0;         // records handed in so far
-    std::uint64_t arrivals_looked = 0;  // ... when the helper last looked
-    std::uint64_t quiet_looks = 0;      // the helper's looks in a row that saw nothing arrive
+    std::chrono::steady_clock::time_point last_arrival{};  // of its last records (hand_in)
     bool ended = false;                 // its stream ended (or close() gave up on the rest)
     bool finished = false;              // the consumer was told it ended
     std::uint64_t uncounted_records = 0;  // delivered, not yet in the device's stats (count_delivered)
@@ -142,14 +141,12 @@ private:
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
          std::chrono::milliseconds lag_, outcome_sink sink_)
         : inner(std::move(inner_)), queues(devices.size()), staged(devices.size()), sink(std::move(sink_)),
-          // Half a lag between looks, rounded up (two quiet looks must span a whole lag: 3 ms looked
-          // at every 1 ms called a device quiet after 2), at least 1 ms, at most an hour.
+          // Half a lag between looks, rounded up, at least 1 ms, at most an hour: a record waiting on a
+          // quiet device goes out one to one and a half lags after the later of its own and that
+          // device's last arrival. A lag of 0 or less: 2 ms.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
                                                            std::chrono::hours(1))),
-          // Two looks, or as many hours as a lag above two hours spans (a lag of 0 or less: two).
-          quiet_after(lag_.count() <= 0 ? 2
-                                        : std::max<std::uint64_t>(2, static_cast<std::uint64_t>(
-                                                                         lag_ / look_every + (lag_ % look_every != lag_.zero())))) {
+          lag(lag_.count() <= 0 ? std::chrono::milliseconds(2) : lag_) {
       // Known from the start: close() tells every device's end to the consumer, also one whose
       // reader it gave up on before that reader handed anything in.
       for (std::size_t d = 0; d < devices.size(); ++d) queues[d].dev = devices[d];
@@ -162,7 +159,7 @@ private:
     std::vector<staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
     const std::chrono::milliseconds look_every;
-    const std::uint64_t quiet_after;  // looks in a row that saw nothing arrive: the device is quiet
+    const std::chrono::milliseconds lag;  // a device that sent nothing for this long, since a record arrived, is quiet for it
     bool helper_looking = false;  // the helper looks every half lag (records are held)
     bool final_asked = false;     // close(): the helper delivers what is held, then sets final_done
     std::atomic<bool> final_done{false};
@@ -184,9 +181,8 @@ private:
         return;
       }
       queue& q = queues[device_index];
-      q.arrivals += from.records.size();  // (no clock read per record: the helper tells quiet devices by their arrivals)
-      q.quiet_looks = 0;
-      for (held& h : from.records) q.records.push_back(std::move(h));
+      q.last_arrival = std::chrono::steady_clock::now();  // (one clock read per hand-in, not per record)
+      for (held& h : from.records) q.records.push_back(std::move(h)), q.records.back().arrived = q.last_arrival;
       from.records.clear();
       deliver_ready();
       // The helper sleeps until something is held; while records are held it looks by itself, so a
@@ -287,10 +283,11 @@ private:
     }
 
     // Under the lock: delivers every record that is in order now; stops at one that must wait for a
-    // device that is neither ahead, ended nor quiet.
+    // device that is neither ahead, ended nor quiet for it.
     void deliver_ready() {
       // Records of every device: `closed` says when to stop, not the calling reader's stream.
       const thread_mark any_stream(stream_given_up_here, nullptr);
+      std::chrono::steady_clock::time_point now{};
       for (;;) {
         if (closed.load(std::memory_order_acquire)) {  // close() gave up on a call stuck in the consumer
           count_all_delivered();
@@ -309,14 +306,22 @@ private:
                                                        queues[first].records.front().stamp.sequence))
             first = d;
         }
-        bool may_go = first != queues.size();
-        for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
-          const queue& q = queues[d];
-          may_go = d == first || !q.records.empty() || q.ended || q.quiet_looks >= quiet_after;
-        }
-        if (!may_go) break;
+        if (first == queues.size()) break;
         queue& q = queues[first];
         held& h = q.records.front();
+        // Every other device has shown a later record (what it holds comes after h), ended, or sent
+        // nothing for a lag since h arrived: quiet for h, whatever it was for earlier records (a
+        // device silent before, whose next record is still in its busy reader, is waited for again).
+        bool may_go = true;
+        for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
+          const queue& other = queues[d];
+          if (d == first || !other.records.empty() || other.ended) continue;
+          // Read once per call: a stale time only holds a record back longer.
+          if (now == std::chrono::steady_clock::time_point{}) now = std::chrono::steady_clock::now();
+          // (in whole ms: a lag of milliseconds::max() in the clock's ns would overflow)
+          may_go = std::chrono::duration_cast<std::chrono::milliseconds>(now - std::max(h.arrived, other.last_arrival)) >= lag;
+        }
+        if (!may_go) break;
         delivery result = delivery::delivered;
         std::exception_ptr error;
         if (!may_call()) {  // closed meanwhile: the loop's top counts what is held, unless the entry
@@ -350,7 +355,8 @@ private:
     }
 
     // The helper: while records are held, looks every half lag, so a record waiting only on a device
-    // that went quiet goes out one to one and a half lags after that device's last record arrived.
+    // that sent nothing goes out one to one and a half lags after the later of its own arrival and
+    // that device's last.
     void deliver_when_quiet(std::stop_token stop) {
       std::unique_lock lock(mutex);
       while (!stop.stop_requested()) {
@@ -369,10 +375,6 @@ private:
         cv.wait_for(lock, look_every, [&] { return stop.stop_requested() || final_asked; });
         if (stop.stop_requested()) break;
         if (final_asked) continue;
-        for (queue& q : queues) {  // quiet: nothing arrived in two looks half a lag apart
-          q.quiet_looks = q.arrivals == q.arrivals_looked ? q.quiet_looks + 1 : 0;
-          q.arrivals_looked = q.arrivals;
-        }
         deliver_ready();
         if (orphaned.load(std::memory_order_acquire)) return;
         count_all_delivered();

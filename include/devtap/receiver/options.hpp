@@ -28,8 +28,9 @@ struct receiver_options {
    *  (device_stats::clock_error_ns). */
   bool timestamps = false;
   /** A merged consumer (`attach(fn, devtap::merged)`) holds a record back until every other device
-   *  has shown a later one, ended, or sent nothing for this long: the larger, the fewer records
-   *  out of order behind a slow device; the smaller, the sooner each is delivered. */
+   *  has shown a later one, ended, or sent nothing for this long since the record arrived: the
+   *  larger, the fewer records out of order behind a slow device; the smaller, the sooner each is
+   *  delivered. */
   std::chrono::milliseconds merge_lag = std::chrono::milliseconds(10);
   /** Writes every record of the receiver to this file as a Chrome Trace Event JSON file
    *  (ui.perfetto.dev, chrome://tracing): one track per device, taps as instant events with their
