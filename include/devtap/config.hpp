@@ -5,10 +5,6 @@
 #define DEVTAP_VERSION_MINOR 1
 #define DEVTAP_VERSION_PATCH 0
 
-// One ABI namespace per major version, so two builds never link against each other silently.
-#define DEVTAP_BEGIN_NAMESPACE namespace devtap { inline namespace v0 {
-#define DEVTAP_END_NAMESPACE } }
-
 #if defined(__CUDACC__)
 #  define DEVTAP_HOST_DEVICE __host__ __device__
 // Before a host/device template that may be instantiated with host-only arguments (a host functor,
@@ -17,6 +13,12 @@
 #else
 #  define DEVTAP_HOST_DEVICE
 #  define DEVTAP_NO_EXEC_CHECK
+#endif
+
+// devtap reports failures by exceptions (docs/design.md); without them its headers fail far inside,
+// with errors that do not say why. (nvcc units are left alone: a kernel's taps throw nothing.)
+#if !defined(__CUDACC__) && !defined(__cpp_exceptions) && !defined(__EXCEPTIONS)
+#  error "devtap needs C++ exceptions: compile without -fno-exceptions"
 #endif
 
 // Header-only (the default) or compiled mode. In compiled mode (DEVTAP_COMPILED=1, which the
@@ -36,6 +38,23 @@
 #else
 #  define DEVTAP_HEADER_ONLY 0
 #endif
+// One ABI namespace per major version, mode and CUDA setting (v0, v0_cuda, v0_compiled,
+// v0_compiled_cuda), so that units built otherwise never share a name: a header-only unit beside
+// compiled-mode ones, or a .cpp without DEVTAP_WITH_CUDA beside a .cu with it (the devtap and
+// devtap-cuda dependencies), each had its own default registry under one mangled name, and the
+// linker kept one of them for both (two registries, or one read as another type: heap corruption).
+// Now a function that passes devtap's types between such units fails to link, naming both.
+#if DEVTAP_COMPILED && defined(DEVTAP_WITH_CUDA)
+#  define DEVTAP_BEGIN_NAMESPACE namespace devtap { inline namespace v0_compiled_cuda {
+#elif DEVTAP_COMPILED
+#  define DEVTAP_BEGIN_NAMESPACE namespace devtap { inline namespace v0_compiled {
+#elif defined(DEVTAP_WITH_CUDA)
+#  define DEVTAP_BEGIN_NAMESPACE namespace devtap { inline namespace v0_cuda {
+#else
+#  define DEVTAP_BEGIN_NAMESPACE namespace devtap { inline namespace v0 {
+#endif
+#define DEVTAP_END_NAMESPACE } }
+
 // On the in-class declarations of virtual members defined in an *_impl.hpp file: inline when
 // header-only, so that the vtable is not anchored to them (which would emit it, and every virtual
 // member, in each unit that includes the header); nothing in compiled mode.
