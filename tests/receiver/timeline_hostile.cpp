@@ -1736,6 +1736,11 @@ std::string inversions_of(const std::vector<timed_value>& got) {
              std::to_string((got[i - 1].time_ns - got[i].time_ns) / 1000) + " us earlier); ";
   return out;
 }
+// A merged consumer that keeps each value with its time, in the order delivered.
+devtap::tap_point<int> attach_timed(devtap::receiver& rx, std::vector<timed_value>& got) {
+  return rx.attach<int>([&got](const int& v, const devtap::tap_info& info) { got.push_back({v, ns_of(info.time)}); },
+                        devtap::merged);
+}
 }  // namespace
 
 TEST_CASE("hostile merged: a device quiet before is waited for again: its next record, still in its busy reader, is not overtaken",
@@ -1747,8 +1752,7 @@ TEST_CASE("hostile merged: a device quiet before is waited for again: its next r
   devtap::cpu_client cpus(2);
   devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 300ms});
   std::vector<timed_value> got;
-  auto merged = rx.attach<int>([&](const int& v, const devtap::tap_info& info) { got.push_back({v, ns_of(info.time)}); },
-                               devtap::merged);
+  auto merged = attach_timed(rx, got);
   auto slow = rx.attach<double>([](const double&) { std::this_thread::sleep_for(100ms); });
   std::atomic<bool> done{false};
   auto quiet_then_busy = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
@@ -1778,8 +1782,7 @@ TEST_CASE("hostile merged: bursts further apart than the lag keep their order (a
   devtap::cpu_client cpus(2);
   devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 100ms});
   std::vector<timed_value> got;
-  auto merged = rx.attach<int>([&](const int& v, const devtap::tap_info& info) { got.push_back({v, ns_of(info.time)}); },
-                               devtap::merged);
+  auto merged = attach_timed(rx, got);
   devtap::outfeed first = rx.outfeed(*cpus.cpu_devices()[1]), second = rx.outfeed(*cpus.cpu_devices()[0]);
   constexpr int bursts = 8;
   for (int b = 0; b < bursts; ++b) {
