@@ -146,7 +146,7 @@ private:
                                                            std::chrono::hours(1))),
           // Looks since the later of a record's and a silent device's last arrival that make the device
           // quiet for it: a lag's worth after the first (which may come at once): one to one and a half
-          // lags. No clock: a read per hand-in cost merged delivery 8 %. A lag of 0 or less: 2 ms.
+          // lags. No clock: the looks tell time well enough, and no reader reads one. A lag <= 0: 2 ms.
           quiet_after(lag_.count() <= 0 ? 3
                                         : 1 + static_cast<std::uint64_t>(lag_ / look_every + (lag_ % look_every != lag_.zero()))) {
       // Known from the start: close() tells every device's end to the consumer, also one whose
