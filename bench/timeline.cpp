@@ -3,14 +3,16 @@
 // receiver_options::timestamps, merged (devtap::merged: one consumer in tap-time order), recorded
 // (record_file) and traced (trace_file: every record one JSON event). Runs interleaved; records/s
 // over all devices, median of the reps; the ratios are paired: median [q1-q3] of each rep's ratio. The
-// files go to DIR (default /tmp) and are removed.
+// files go to DIR (default /tmp) and are removed. --only runs the modes named (by the names printed,
+// comma-separated: to profile one), and the ratios of those that ran.
 //
-//   devtap-bench-timeline [--reps N] [--records N] [--devices N] [--dir DIR] [--smoke]
+//   devtap-bench-timeline [--reps N] [--records N] [--devices N] [--dir DIR] [--only MODE,...] [--smoke]
 #include "common.hpp"
 
 #include <devtap/backend/cpu.hpp>
 #include <devtap/receiver/receiver.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -44,6 +46,20 @@ const char* name_of(mode m) {
 }
 
 std::string dir = "/tmp";
+
+// --only's list: the modes named run, the others not; false for a name that is no mode.
+bool only(const std::string& list, bool (&runs)[std::size(modes)]) {
+  std::fill(std::begin(runs), std::end(runs), false);
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    const auto* m = std::find_if(std::begin(modes), std::end(modes), [&](mode k) { return name == name_of(k); });
+    if (m == std::end(modes)) return false;
+    runs[m - std::begin(modes)] = true;
+    at = end + 1;
+  }
+  return true;
+}
 
 double run(devtap::cpu_client& cpus, mode m, std::uint64_t per_device) {
   const auto devices = cpus.cpu_devices();
@@ -85,6 +101,8 @@ int main(int argc, char** argv) {
   int reps = 7;
   int device_count = 4;
   std::uint64_t per_device = 500000;
+  bool runs[std::size(modes)];
+  std::fill(std::begin(runs), std::end(runs), true);
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
@@ -92,8 +110,10 @@ int main(int argc, char** argv) {
     else if (a == "--devices" && i + 1 < argc) device_count = std::atoi(argv[++i]);
     else if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     else if (a == "--smoke") reps = 1, per_device = 2000;
-    else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--devices N] [--dir DIR] [--smoke]\n", argv[0]);
+    else if (a == "--only" && i + 1 < argc && only(argv[++i], runs)) {
+    } else {
+      std::fprintf(stderr, "usage: %s [--reps N] [--records N] [--devices N] [--dir DIR] [--only MODE,...] [--smoke]\n"
+                   "  modes: shared shared+timestamps merged stamped+record_file stamped+trace_file\n", argv[0]);
       return 2;
     }
   }
@@ -110,14 +130,16 @@ int main(int argc, char** argv) {
   constexpr int n = static_cast<int>(std::size(modes));
   std::vector<double> rates[n];
   for (int r = 0; r < reps; ++r)
-    for (int k = 0; k < n; ++k) rates[k].push_back(run(cpus, modes[k], per_device));
+    for (int k = 0; k < n; ++k)
+      if (runs[k]) rates[k].push_back(run(cpus, modes[k], per_device));
   std::printf("devtap timeline: %d cpu device(s), 16 B records, %llu per device, one consumer; %d rep(s)\n",
               device_count, static_cast<unsigned long long>(per_device), reps);
-  const double plain = bench::summarize(rates[0]).median;
   for (int k = 0; k < n; ++k) {
+    if (!runs[k]) continue;
     const bench::summary s = bench::summarize(rates[k]);
-    std::printf("%-20s %10.2f M records/s  [%.2f - %.2f]  x shared %.2f\n", name_of(modes[k]), s.median * 1e-6,
-                s.min * 1e-6, s.max * 1e-6, s.median / plain);
+    std::printf("%-20s %10.2f M records/s  [%.2f - %.2f]", name_of(modes[k]), s.median * 1e-6, s.min * 1e-6, s.max * 1e-6);
+    if (runs[0]) std::printf("  x shared %.2f", s.median / bench::summarize(rates[0]).median);
+    std::printf("\n");
   }
   // Paired: each rep's ratio of two modes that ran one after the other, so the machine's drift
   // between reps cancels; the median of those counts against a target (docs/performance.md).
@@ -126,12 +148,22 @@ int main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) ratios.push_back(rates[over][r] / rates[under][r]);
     return bench::quartiles_of(ratios);
   };
-  const bench::quartiles merged = paired(2, 1), recorded = paired(3, 1), stamped = paired(1, 0);
-  std::printf("merged x unmerged (both with timestamps, %d device(s)): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.5 over 4)\n",
-              device_count, merged.median, merged.q1, merged.q3);
-  std::printf("recording x without (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.8)\n",
-              recorded.median, recorded.q1, recorded.q3);
-  std::printf("stamped x unstamped (%d device(s)): %.2f [%.2f-%.2f] paired\n", device_count, stamped.median, stamped.q1, stamped.q3);
-  std::printf("trace writing: %.2f M events/s end to end (issue 16 target >= 1)\n", bench::summarize(rates[4]).median * 1e-6);
+  if (runs[2] && runs[1]) {
+    const bench::quartiles merged = paired(2, 1);
+    std::printf("merged x unmerged (both with timestamps, %d device(s)): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.5 over 4)\n",
+                device_count, merged.median, merged.q1, merged.q3);
+  }
+  if (runs[3] && runs[1]) {
+    const bench::quartiles recorded = paired(3, 1);
+    std::printf("recording x without (both with timestamps): %.2f [%.2f-%.2f] paired (issue 16 target >= 0.8)\n",
+                recorded.median, recorded.q1, recorded.q3);
+  }
+  if (runs[1] && runs[0]) {
+    const bench::quartiles stamped = paired(1, 0);
+    std::printf("stamped x unstamped (%d device(s)): %.2f [%.2f-%.2f] paired\n", device_count, stamped.median, stamped.q1,
+                stamped.q3);
+  }
+  if (runs[4])
+    std::printf("trace writing: %.2f M events/s end to end (issue 16 target >= 1)\n", bench::summarize(rates[4]).median * 1e-6);
   return 0;
 }
