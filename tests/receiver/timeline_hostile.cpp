@@ -1794,3 +1794,105 @@ TEST_CASE("hostile merged: bursts further apart than the lag keep their order (a
   REQUIRE(got.size() == 2u * bursts);
   CHECK(inversions_of(got) == "");
 }
+
+// Before, a merged consumer held every record it could not deliver yet: behind a silent device, or
+// behind a merge slower than the taps, the memory grew with the run (a 4-device benchmark held most
+// of its 2 million records). timeline.md: past its hold limit (the device's ring size, at least
+// 1 MiB) a device's reader waits, a quarter lag at most (50 ms at most) at a time, for the merge to
+// pass half of it on, and reads 64 records between waits: its ring fills, and its producers wait,
+// drop or fail by the overflow policy.
+TEST_CASE("hostile merged: records held behind a silent device take bounded memory; past it the ring fills and drop counts the rest",
+          "[merged][drop]") {
+  watchdog dog("hostile merged: hold limit", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 << 16, .overflow = devtap::overflow_policy::drop,
+                       .timestamps = true, .merge_lag = 24h});
+  std::vector<std::uint64_t> got;
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v) { got.push_back(v); }, devtap::merged);
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  // cpu:1 never taps, and the lag is a day: nothing goes out before close(). About 10 MB if all were
+  // held; taps in paced bursts, so that without a limit the reader keeps up and nothing drops.
+  constexpr std::uint64_t taps = 100000;
+  for (std::uint64_t i = 0; i < taps; ++i) {
+    out.tap(point, i);
+    if (i % 1000 == 999) std::this_thread::sleep_for(2ms);
+  }
+  const std::uint64_t dropped = rx.stats().devices[0].dropped_records;
+  rx.close();
+  const auto s = rx.stats().devices[0];
+  INFO("delivered " << got.size() << ", dropped " << s.dropped_records);
+  CHECK(dropped > 0);
+  // What a 1 MiB hold (about 100 bytes a record), the 64 KiB ring and the reader's staged records hold.
+  CHECK(got.size() < 20000u);
+  CHECK(s.records == got.size());
+  check_identity(s, taps);
+  CHECK(std::is_sorted(got.begin(), got.end()));
+  CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+}
+
+TEST_CASE("hostile merged: under block, a device that stays silent slows another's taps to a hold per lag, never stops them",
+          "[merged]") {
+  watchdog dog("hostile merged: hold limit under block", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 << 16, .timestamps = true, .merge_lag = 5ms});
+  std::vector<std::uint64_t> got;
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t& v) { got.push_back(v); }, devtap::merged);
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  constexpr std::uint64_t taps = 60000;  // about six times the hold: the reader waits for room again and again
+  for (std::uint64_t i = 0; i < taps; ++i) out.tap(point, i);
+  rx.close();
+  REQUIRE(got.size() == taps);
+  for (std::uint64_t i = 0; i < taps; ++i)
+    if (got[i] != i) FAIL("record " << i << " is " << got[i]);
+  check_identity(rx.stats().devices[0], taps);
+}
+
+// A reader waiting for room in the merge, while the call that would make room is stuck: close()
+// gives up on it (close_timeout, then 200 ms without a call returning) and returns; the waiting
+// reader sees it within its 10 ms look and stops; the producer it held up is let go.
+TEST_CASE("hostile merged: a reader waiting for room while the merged call is stuck: close() throws in bounded time, nothing called after",
+          "[merged][close]") {
+  watchdog dog("hostile merged: room wait at close", 60s);
+  quiet_log quiet;
+  struct shared_state {
+    std::atomic<bool> release{false}, stuck{false}, closed{false};
+    std::atomic<int> after_close{0};
+  };
+  auto s = std::make_shared<shared_state>();  // a call may outlive the receiver
+  devtap::cpu_client cpus(3);
+  std::future<void> filler;
+  {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 3 << 16, .close_timeout = 300ms, .timestamps = true,
+                         .merge_lag = 24h});
+    auto point = rx.attach<std::int64_t>(
+        [s](const std::int64_t& v) {
+          if (s->closed) s->after_close++;
+          if (v == -1) {
+            s->stuck = true;
+            while (!s->release) std::this_thread::sleep_for(1ms);
+          }
+        },
+        devtap::merged);
+    // cpu:0's -1 is the earliest record; it waits for cpu:2, which never taps, until close() ends
+    // cpu:2's stream and its reader delivers it: there the call sticks. cpu:1's records wait behind
+    // it; its reader reaches its hold limit and waits for room, and its producer for ring space.
+    rx.outfeed(*cpus.cpu_devices()[0]).tap(point, std::int64_t{-1});
+    const devtap::outfeed out1 = rx.outfeed(*cpus.cpu_devices()[1]);
+    filler = std::async(std::launch::async, [out1, point] {
+      try {
+        for (std::int64_t i = 0; i < 100000; ++i) out1.tap(point, i);
+      } catch (const std::exception&) {  // the receiver closed under it: what is left is not tapped
+      }
+    });
+    std::this_thread::sleep_for(200ms);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    CHECK(s->stuck);
+    CHECK(std::chrono::steady_clock::now() - start < 5s);
+    s->closed = true;
+    s->release = true;
+    CHECK(filler.wait_for(10s) == std::future_status::ready);
+    std::this_thread::sleep_for(50ms);  // a woken reader would call now, if it could
+  }
+  CHECK(s->after_close == 0);
+}

@@ -107,6 +107,9 @@ struct consumer_entry {
    *  records it set aside for this consumer go on now (`lost`: its stream was given up on, they are
    *  counted as lost_at_close instead). */
   virtual void pass_on_staged(std::size_t device_index, bool lost) { (void)device_index, (void)lost; }
+  /** Called once every staging consumer of the device had pass_on_staged: the reader waits here
+   *  while the consumer holds too much of its device's records (back-pressure, bounded). */
+  virtual void wait_for_room(std::size_t device_index) { (void)device_index; }
   /** Whether this consumer sets records aside until pass_on_staged (the reader calls it only then). */
   bool stages_records = false;
   /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */

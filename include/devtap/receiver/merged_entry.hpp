@@ -5,6 +5,7 @@
  *  go by device, then sequence. A helper thread delivers what waits only on a quiet device. */
 #include <devtap/backend/device.hpp>
 #include <devtap/receiver/consumer_entry.hpp>
+#include <devtap/receiver/held_records.hpp>
 #include <devtap/ring/wake.hpp>
 #include <devtap/tap/tap_info.hpp>
 
@@ -13,8 +14,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <cstring>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -43,11 +42,12 @@ public:
     std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
 
-  /** `inner` is the consumer itself, made for one instance shared by `devices` (by index). */
+  /** `inner` is the consumer itself, made for one instance shared by `devices` (by index);
+   *  `hold_limit`: the bytes of memory a device's held records may take before its reader waits. */
   merged_entry(std::shared_ptr<consumer_entry> inner, const std::vector<const device*>& devices,
-               std::chrono::milliseconds lag, outcome_sink sink, std::uint32_t receiver_id)
+               std::chrono::milliseconds lag, std::size_t hold_limit, outcome_sink sink, std::uint32_t receiver_id)
       : consumer_entry(inner->fingerprint, inner->name),
-        core_(std::make_shared<core>(std::move(inner), devices, lag, std::move(sink))) {
+        core_(std::make_shared<core>(std::move(inner), devices, lag, hold_limit, std::move(sink))) {
     stages_records = true;
     // The helper owns the core too: if user code it runs drops the entry's last owner, the entry is
     // destroyed on the helper (which it then lets go) while the core lives on until the helper ends.
@@ -84,11 +84,16 @@ public:
     // put it before everything and hold every other device back.
     staged.records.emplace_back(stamp.stamped ? stamp : record_stamp{stamp_now_ns(), stamp.sequence, false}, payload,
                                 size);
-    if (staged.records.size() == stage_limit) core_->hand_in(device_index, false);
+    staged.bytes += staged.records.back().footprint();
+    if (staged.records.size() == stage_limit || staged.bytes >= core_->hold_limit / 2) core_->hand_in(device_index, false);
     return delivery::held;
   }
   void pass_on_staged(std::size_t device_index, bool lost) override {
     if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index, lost);
+  }
+
+  void wait_for_room(std::size_t device_index) override {
+    if (core_->staged[device_index].over_limit) core_->wait_for_room(device_index);
   }
 
   void finish(std::size_t device_index, const device&) override {
@@ -109,38 +114,13 @@ public:
   void abandon_held() override { core_->closed.store(true, std::memory_order_seq_cst); }  // (partner: may_call)
 
 private:
-  struct held {  // a record's bytes, kept in place when small (most records): no allocation
-    static constexpr std::size_t inline_bytes = 48;
-    held(const record_stamp& s, const std::byte* p, std::size_t n) : stamp(s), size(n) {
-      if (n > inline_bytes) heap = std::make_unique<std::byte[]>(n);
-      if (n != 0) std::memcpy(data(), p, n);
-    }
-    std::byte* data() { return heap ? heap.get() : small; }
-    record_stamp stamp;
-    std::size_t size;
-    std::uint64_t arrived = 0;  // the helper's looks so far when it joined its queue (hand_in)
-    std::byte small[inline_bytes];
-    std::unique_ptr<std::byte[]> heap;
-  };
-  struct queue {
-    std::deque<held> records;
-    const device* dev = nullptr;        // whose records they are (set at the start)
-    std::uint64_t last_arrival = 0;     // the helper's looks so far when its last records arrived
-    bool ended = false;                 // its stream ended (or close() gave up on the rest)
-    bool finished = false;              // the consumer was told it ended
-    std::uint64_t uncounted_records = 0;  // delivered, not yet in the device's stats (count_delivered)
-    std::uint64_t uncounted_bytes = 0;
-  };
-
   static constexpr std::size_t stage_limit = 64;
-  struct staging {  // a device's records read but not yet handed in: its reader's alone
-    std::vector<held> records;
-  };
 
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
-         std::chrono::milliseconds lag_, outcome_sink sink_)
+         std::chrono::milliseconds lag_, std::size_t hold_limit_, outcome_sink sink_)
         : inner(std::move(inner_)), queues(devices.size()), staged(devices.size()), sink(std::move(sink_)),
+          hold_limit(hold_limit_),
           // Half a lag between looks, rounded up, at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
                                                            std::chrono::hours(1))),
@@ -157,11 +137,16 @@ private:
     std::shared_ptr<consumer_entry> inner;
     std::mutex mutex;
     std::condition_variable cv;
-    std::vector<queue> queues;
-    std::vector<staging> staged;  // by device; not under the lock (each is one reader's)
+    std::condition_variable room;  // a reader that waits for room in its queue (wait_for_room)
+    std::vector<merge_queue> queues;
+    std::vector<merge_staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
+    const std::size_t hold_limit;
     const std::chrono::milliseconds look_every;
     const std::uint64_t quiet_after;
+    // A reader's longest wait for room: a quarter lag, 0.5 to 50 ms.
+    const std::chrono::microseconds room_wait = std::clamp<std::chrono::microseconds>(
+        look_every / 2, std::chrono::microseconds(500), std::chrono::milliseconds(50));
     std::uint64_t looks = 0;  // the helper's looks while records were held (under the lock)
     bool helper_looking = false;  // the helper looks every half lag (records are held)
     bool final_asked = false;     // close(): the helper delivers what is held, then sets final_done
@@ -176,17 +161,18 @@ private:
     // Called by the device's reader: what it set aside joins the device's queue in one go (`lost`:
     // its stream was given up on; they are counted, never delivered).
     void hand_in(std::size_t device_index, bool lost) {
-      staging& from = staged[device_index];
+      merge_staging& from = staged[device_index];
       std::unique_lock lock(mutex);
       if (lost || closed.load(std::memory_order_acquire)) {  // (closed: a reader blocked here till close() was done)
         sink.lost(device_index, from.records.size());
-        from.records.clear();
+        from.records.clear(), from.bytes = 0;
         return;
       }
-      queue& q = queues[device_index];
+      merge_queue& q = queues[device_index];
       q.last_arrival = looks;
-      for (held& h : from.records) q.records.push_back(std::move(h)), q.records.back().arrived = looks;
-      from.records.clear();
+      for (held_record& h : from.records) h.arrived = looks, q.records.push_back(std::move(h));
+      q.bytes += from.bytes;
+      from.records.clear(), from.bytes = 0;
       deliver_ready();
       // The helper sleeps until something is held; while records are held it looks by itself, so a
       // record costs no wake-up.
@@ -194,11 +180,29 @@ private:
         helper_looking = true;
         cv.notify_one();
       }
+      from.over_limit = q.bytes > hold_limit;
+    }
+
+    // Back-pressure (the reader, with nothing set aside): past its limit the device's reader waits till
+    // the merge passed half of it on, so its ring fills and producers wait (or drop or fail) as behind
+    // any slow consumer; without it, a merge slower than the taps held a whole run. At most room_wait
+    // a time, less than a lag: another merge never takes the device for quiet, and merges that wait on
+    // each other's devices never deadlock (the wait ends; memory then grows by 64 records a wait).
+    void wait_for_room(std::size_t device_index) {
+      std::unique_lock lock(mutex);
+      merge_queue& q = queues[device_index];
+      const auto until = std::chrono::steady_clock::now() + room_wait;
+      while (q.bytes > hold_limit / 2 && !closed.load(std::memory_order_acquire) && !given_up_here()) {
+        q.reader_waits = true;  // (seen by deliver_ready, which notifies at half)
+        if (room.wait_until(lock, until) == std::cv_status::timeout) break;
+      }
+      q.reader_waits = false;
+      staged[device_index].over_limit = q.bytes > hold_limit;
     }
 
     void end_of(std::size_t device_index) {
       std::unique_lock lock(mutex);
-      queue& q = queues[device_index];
+      merge_queue& q = queues[device_index];
       q.ended = true;
       deliver_ready();
     }
@@ -212,7 +216,7 @@ private:
       // never hang. Given up, what is held is counted lost by the next holder of the lock.
       std::unique_lock lock(mutex, std::defer_lock);
       if (wait_while_calls_return([&] { return lock.try_lock(); })) {
-        for (queue& q : queues) q.ended = true;
+        for (merge_queue& q : queues) q.ended = true;
         final_asked = helper_looking = true;
         lock.unlock();
         cv.notify_all();
@@ -266,7 +270,7 @@ private:
     }
 
     bool holding() const {
-      return std::any_of(queues.begin(), queues.end(), [](const queue& q) { return !q.records.empty(); });
+      return std::any_of(queues.begin(), queues.end(), [](const merge_queue& q) { return !q.records.empty(); });
     }
 
     // Under the lock. Delivered records are added to their device's stats in batches: whichever
@@ -276,7 +280,7 @@ private:
     // the helper (half a lag), when nothing is held any more, before a device's end is delivered,
     // and at close: exact whenever the merge is idle, ended or closed.
     static constexpr std::uint64_t count_batch = 64;
-    void count_delivered(queue& q, std::size_t device_index) {
+    void count_delivered(merge_queue& q, std::size_t device_index) {
       if (q.uncounted_records == 0) return;
       sink.delivered(device_index, q.uncounted_records, q.uncounted_bytes);
       q.uncounted_records = q.uncounted_bytes = 0;
@@ -296,6 +300,7 @@ private:
           for (std::size_t d = 0; d < queues.size(); ++d) {
             if (!queues[d].records.empty()) sink.lost(d, queues[d].records.size());
             queues[d].records.clear();
+            queues[d].bytes = 0;
           }
           return;
         }
@@ -309,14 +314,14 @@ private:
             first = d;
         }
         if (first == queues.size()) break;
-        queue& q = queues[first];
-        held& h = q.records.front();
+        merge_queue& q = queues[first];
+        held_record& h = q.records.front();
         // Every other device has shown a later record (what it holds comes after h), ended, or sent
         // nothing for a lag since h arrived: quiet for h, whatever it was for earlier records (a
         // device silent before, whose next record is still in its busy reader, is waited for again).
         bool may_go = true;
         for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
-          const queue& other = queues[d];
+          const merge_queue& other = queues[d];
           if (d == first || !other.records.empty() || other.ended) continue;
           may_go = looks - std::max(h.arrived, other.last_arrival) >= quiet_after;  // (arrivals are never ahead of looks)
         }
@@ -338,11 +343,13 @@ private:
         } else {
           sink.refused(first, result);
         }
+        q.bytes -= h.footprint();
         q.records.pop_front();
+        if (q.reader_waits && q.bytes <= hold_limit / 2) q.reader_waits = false, room.notify_all();
       }
       if (!holding()) count_all_delivered();  // idle: the stats are exact
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
-        queue& q = queues[d];
+        merge_queue& q = queues[d];
         if (!q.ended || q.finished || !q.records.empty()) continue;
         count_delivered(q, d);  // other devices may still hold records: this one's stats are exact at its end
         q.finished = true;
@@ -368,6 +375,7 @@ private:
         }
         if (!holding()) {
           helper_looking = false;
+          for (merge_queue& q : queues) q.records.release();  // a burst's slots go back while nothing is held
           cv.wait(lock, [&] { return stop.stop_requested() || helper_looking || final_asked; });
           continue;
         }

@@ -133,12 +133,11 @@ DEVTAP_FUNC bool device_reader::refresh_table() {
   std::lock_guard lock(state_.table_mutex);
   table_ = state_.entries;
   table_version_ = state_.table_version.load(std::memory_order_relaxed);
-  scope_consumers_.clear();
-  for (const auto& entry : table_)
+  scope_consumers_.clear(), staging_consumers_.clear();
+  for (const auto& entry : table_) {
     if (entry->kind == point_kind::scope) scope_consumers_.push_back(entry.get());
-  staging_consumers_.clear();
-  for (const auto& entry : table_)
     if (entry->stages_records) staging_consumers_.push_back(entry.get());
+  }
   if (!state_.sinks.empty())
     for (std::size_t i = points_.size(); i < table_.size(); ++i)
       points_.push_back({static_cast<std::uint32_t>(i + 1) | (table_[i]->answers_calls ? call_id_flag : 0), table_[i]->kind,
@@ -165,8 +164,7 @@ inline void device_reader::dispatch(const record_ref& rec) {
   // The stamp flag counts only where this receiver asked for stamps (a call's stamp comes before its call_request);
   // where it does not count, the id keeps the flag and no consumer has such an id (a call is refused, no_handler).
   const std::uint32_t cid = rec.header->consumer_id;
-  const bool stamped =
-      state_.options.timestamps && (cid & stamped_id_flag) != 0 && rec.payload_bytes >= sizeof(tap_stamp);
+  const bool stamped = state_.options.timestamps && (cid & stamped_id_flag) != 0 && rec.payload_bytes >= sizeof(tap_stamp);
   const std::uint32_t id = stamped ? cid & ~stamped_id_flag : cid;
   const bool is_call = (id & call_id_flag) != 0;
   last_was_call_ = is_call;
@@ -320,6 +318,8 @@ DEVTAP_FUNC bool device_reader::pass_on_staged(bool lost) {
       state_.record_failure(stream_, entry->name, std::current_exception());
     }
   }
+  if (!lost)  // only now: waiting with records set aside, another merge could take this device for quiet
+    for (consumer_entry* entry : staging_consumers_) entry->wait_for_room(stream_.index);
   return !stream_.abandoned.load(std::memory_order_acquire);
 }
 

@@ -193,7 +193,10 @@ private:
       const detail::point_kind kind = entry->kind;
       std::vector<const device*> by_index;
       for (const auto& stream : state->streams) by_index.push_back(stream->dev);
-      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state->options.merge_lag,
+      // What a device's held records may take: its ring's size, at least 1 MiB (docs/timeline.md).
+      const std::size_t hold_limit = std::max<std::size_t>(
+          detail::ring_capacity_of(state->options.budget_bytes, state->streams.size(), state->name), std::size_t{1} << 20);
+      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state->options.merge_lag, hold_limit,
                                                      std::move(sink), state->id);
       entry->kind = kind;
     }
