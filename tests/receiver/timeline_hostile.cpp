@@ -1896,3 +1896,53 @@ TEST_CASE("hostile merged: a reader waiting for room while the merged call is st
   }
   CHECK(s->after_close == 0);
 }
+
+// A review found the first version waiting before every plain record (each handed the one merged
+// record before it in, then waited a full quarter lag): the plain consumer got 27 records in 2 s.
+TEST_CASE("hostile merged: a device whose merge waits for room still reads 64 records a wait: its plain consumer is not starved",
+          "[merged][drop]") {
+  watchdog dog("hostile merged: room wait and plain records", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 << 16, .overflow = devtap::overflow_policy::drop,
+                       .timestamps = true, .merge_lag = 24h});  // a wait lasts 50 ms
+  std::atomic<int> plain{0};
+  auto merged = rx.attach<std::uint64_t>([](const std::uint64_t&) {}, devtap::merged);
+  auto other = rx.attach<std::int32_t>([&](const std::int32_t&) { plain++; });
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  for (std::uint64_t i = 0; i < 12000; ++i) {  // past the hold (cpu:1 never taps), paced: the ring stays empty
+    out.tap(merged, i);
+    if (i % 1000 == 999) std::this_thread::sleep_for(2ms);
+  }
+  // 32 pairs a wait of 50 ms: about 640 a second; tapped at about 800 a second, within the ring.
+  for (int i = 0; i < 1500; ++i) {
+    out.tap(merged, std::uint64_t{0}), out.tap(other, i);
+    if (i % 16 == 15) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(eventually([&] { return plain.load() >= 1000; }, 5000ms));
+  rx.close();
+}
+
+// flush() waits for what was committed when it was called: at most a ring's worth, which the
+// readers now read without waiting for a merge's room (held beyond the limit).
+TEST_CASE("hostile merged: flush() is not held up by a merge that waits for a silent device", "[merged][drop]") {
+  watchdog dog("hostile merged: flush and room", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 << 16, .overflow = devtap::overflow_policy::drop,
+                       .close_timeout = 500ms, .timestamps = true, .merge_lag = 24h});
+  std::atomic<std::uint64_t> got{0};
+  auto merged = rx.attach<std::uint64_t>([&](const std::uint64_t&) { got++; }, devtap::merged);
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  // Past the hold (paced: the reader keeps up), then the ring filled behind it: 64 records a 50 ms
+  // wait would take 1.5 s for it.
+  constexpr std::uint64_t taps = 15000;
+  for (std::uint64_t i = 0; i < taps; ++i) {
+    out.tap(merged, i);
+    if (i < 12000 && i % 1000 == 999) std::this_thread::sleep_for(2ms);
+  }
+  std::this_thread::sleep_for(100ms);
+  CHECK_NOTHROW(rx.flush());
+  CHECK(got == 0);  // (held: cpu:1 has not ended)
+  rx.close();
+  CHECK(got == rx.stats().devices[0].records);
+  check_identity(rx.stats().devices[0], taps);
+}

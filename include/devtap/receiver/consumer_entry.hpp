@@ -10,6 +10,7 @@
 #include <devtap/tap/tap_info.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -107,9 +108,12 @@ struct consumer_entry {
    *  records it set aside for this consumer go on now (`lost`: its stream was given up on, they are
    *  counted as lost_at_close instead). */
   virtual void pass_on_staged(std::size_t device_index, bool lost) { (void)device_index, (void)lost; }
-  /** Called once every staging consumer of the device had pass_on_staged: the reader waits here
-   *  while the consumer holds too much of its device's records (back-pressure, bounded). */
-  virtual void wait_for_room(std::size_t device_index) { (void)device_index; }
+  /** The reader, with nothing set aside, every 64 records and when its ring is empty: it waits here
+   *  while the consumer holds too much of the device's records (back-pressure), until `until`; the
+   *  first consumer that waits sets it (a default time_point: not yet set). */
+  virtual void wait_for_room(std::size_t device_index, std::chrono::steady_clock::time_point& until) {
+    (void)device_index, (void)until;
+  }
   /** Whether this consumer sets records aside until pass_on_staged (the reader calls it only then). */
   bool stages_records = false;
   /** Whether a payload decodes as this consumer's type (checked before a merged consumer keeps it). */

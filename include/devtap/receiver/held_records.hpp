@@ -5,10 +5,15 @@
 #include <devtap/fwd.hpp>
 #include <devtap/tap/tap_info.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -45,8 +50,11 @@ public:
   held_record& front() noexcept { return slots_[head_]; }
   const held_record& front() const noexcept { return slots_[head_]; }
 
+  void reserve(std::size_t n) {  // (then n - size() pushes allocate nothing and cannot throw)
+    if (n > slots_.size()) grow(std::max<std::size_t>(std::bit_ceil(n), 64));
+  }
   void push_back(held_record&& r) {
-    if (size_ == slots_.size()) grow();
+    if (size_ == slots_.size()) grow(slots_.empty() ? 64 : slots_.size() * 2);
     slots_[(head_ + size_) & (slots_.size() - 1)] = std::move(r);
     ++size_;
   }
@@ -64,8 +72,8 @@ public:
   }
 
 private:
-  void grow() {
-    std::vector<held_record> bigger(slots_.empty() ? 64 : slots_.size() * 2);  // a power of two: the mask
+  void grow(std::size_t slots) {  // a power of two: the mask
+    std::vector<held_record> bigger(slots);
     for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
     slots_ = std::move(bigger);
     head_ = 0;
@@ -86,6 +94,39 @@ struct merge_queue {
   bool finished = false;              // the consumer was told it ended
   std::uint64_t uncounted_records = 0;  // delivered, not yet in the device's stats (count_delivered)
   std::uint64_t uncounted_bytes = 0;
+};
+
+// Where a device's reader waits for room in a merge (back-pressure: merged_entry.hpp): on a lock of
+// its own, not the merge's, which a delivery holds through the consumer's calls, so a wait ends on time.
+class merge_room {
+public:
+  explicit merge_room(std::size_t devices) : made_(devices) {}
+  void expect(std::size_t device) {  // its queue passed the limit: its reader will wait
+    std::lock_guard lock(mutex_);
+    made_[device] = 0;
+  }
+  void make(std::size_t device) {  // its queue fell to half the limit
+    {
+      std::lock_guard lock(mutex_);
+      made_[device] = 1;
+    }
+    cv_.notify_all();
+  }
+  template <class GiveUp>
+  void wait(std::size_t device, std::chrono::steady_clock::time_point until, GiveUp give_up) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_until(lock, until, [&] { return made_[device] != 0 || give_up(); });
+    made_[device] = 0;
+  }
+  void wake_all() {  // for give_up: a reader between its look and its sleep sees it
+    { std::lock_guard lock(mutex_); }
+    cv_.notify_all();
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<char> made_;  // by device
 };
 
 // A device's records read but not yet handed in: its reader's alone.

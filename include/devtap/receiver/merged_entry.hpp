@@ -92,8 +92,8 @@ public:
     if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index, lost);
   }
 
-  void wait_for_room(std::size_t device_index) override {
-    if (core_->staged[device_index].over_limit) core_->wait_for_room(device_index);
+  void wait_for_room(std::size_t device_index, std::chrono::steady_clock::time_point& until) override {
+    if (core_->staged[device_index].over_limit) core_->wait_for_room(device_index, until);
   }
 
   void finish(std::size_t device_index, const device&) override {
@@ -111,7 +111,7 @@ public:
     return std::shared_ptr<const std::atomic<bool>>(core_, &core_->in_call);  // (the helper owns the core too)
   }
   // Held records are counted lost by the next holder of the lock (deliver_ready), never delivered.
-  void abandon_held() override { core_->closed.store(true, std::memory_order_seq_cst); }  // (partner: may_call)
+  void abandon_held() override { core_->closed.store(true, std::memory_order_seq_cst), core_->room.wake_all(); }  // (partner: may_call)
 
 private:
   static constexpr std::size_t stage_limit = 64;
@@ -119,7 +119,8 @@ private:
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
          std::chrono::milliseconds lag_, std::size_t hold_limit_, outcome_sink sink_)
-        : inner(std::move(inner_)), queues(devices.size()), staged(devices.size()), sink(std::move(sink_)),
+        : inner(std::move(inner_)), room(devices.size()), queues(devices.size()), staged(devices.size()),
+          sink(std::move(sink_)),
           hold_limit(hold_limit_),
           // Half a lag between looks, rounded up, at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
@@ -137,7 +138,7 @@ private:
     std::shared_ptr<consumer_entry> inner;
     std::mutex mutex;
     std::condition_variable cv;
-    std::condition_variable room;  // a reader that waits for room in its queue (wait_for_room)
+    merge_room room;  // where readers wait for room in their queues (wait_for_room)
     std::vector<merge_queue> queues;
     std::vector<merge_staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
@@ -170,6 +171,7 @@ private:
       }
       merge_queue& q = queues[device_index];
       q.last_arrival = looks;
+      q.records.reserve(q.records.size() + from.records.size());  // first: the moves below cannot throw
       for (held_record& h : from.records) h.arrived = looks, q.records.push_back(std::move(h));
       q.bytes += from.bytes;
       from.records.clear(), from.bytes = 0;
@@ -180,24 +182,20 @@ private:
         helper_looking = true;
         cv.notify_one();
       }
-      from.over_limit = q.bytes > hold_limit;
+      from.over_limit = q.reader_waits = q.bytes > hold_limit;
+      if (from.over_limit) room.expect(device_index);
     }
 
-    // Back-pressure (the reader, with nothing set aside): past its limit the device's reader waits till
-    // the merge passed half of it on, so its ring fills and producers wait (or drop or fail) as behind
-    // any slow consumer; without it, a merge slower than the taps held a whole run. At most room_wait
-    // a time, less than a lag: another merge never takes the device for quiet, and merges that wait on
-    // each other's devices never deadlock (the wait ends; memory then grows by 64 records a wait).
-    void wait_for_room(std::size_t device_index) {
-      std::unique_lock lock(mutex);
-      merge_queue& q = queues[device_index];
-      const auto until = std::chrono::steady_clock::now() + room_wait;
-      while (q.bytes > hold_limit / 2 && !closed.load(std::memory_order_acquire) && !given_up_here()) {
-        q.reader_waits = true;  // (seen by deliver_ready, which notifies at half)
-        if (room.wait_until(lock, until) == std::cv_status::timeout) break;
-      }
-      q.reader_waits = false;
-      staged[device_index].over_limit = q.bytes > hold_limit;
+    // Back-pressure (the reader, with nothing set aside; device_reader::wait_for_merges): past its
+    // limit, the device's reader waits till the merge passed half of it on, so its ring fills and
+    // producers wait (or drop or fail) as behind any slow consumer; without it, a merge slower than
+    // the taps held a whole run. At most room_wait, less than a lag: another merge never takes the
+    // device for quiet, and merges waiting on each other's devices never deadlock (the wait ends).
+    void wait_for_room(std::size_t device_index, std::chrono::steady_clock::time_point& until) {
+      const auto now = std::chrono::steady_clock::now();
+      until = until == std::chrono::steady_clock::time_point{} ? now + room_wait : std::min(until, now + room_wait);
+      room.wait(device_index, until, [&] { return closed.load(std::memory_order_acquire) || given_up_here(); });  // (given up: seen at `until`)
+      staged[device_index].over_limit = false;  // (the next hand_in says again)
     }
 
     void end_of(std::size_t device_index) {
@@ -224,6 +222,7 @@ private:
         wait_while_calls_return([&] { return final_done.load(std::memory_order_acquire); });
       }
       closed.store(true, std::memory_order_seq_cst);  // partner: may_call (then close() looks at in_call)
+      room.wake_all();
     }
 
     // Whether a call into the consumer may start: not once close() gave up on the consumer. seq_cst
@@ -302,6 +301,7 @@ private:
             queues[d].records.clear();
             queues[d].bytes = 0;
           }
+          room.wake_all();
           return;
         }
         std::size_t first = queues.size();
@@ -345,7 +345,7 @@ private:
         }
         q.bytes -= h.footprint();
         q.records.pop_front();
-        if (q.reader_waits && q.bytes <= hold_limit / 2) q.reader_waits = false, room.notify_all();
+        if (q.reader_waits && q.bytes <= hold_limit / 2) q.reader_waits = false, room.make(first);
       }
       if (!holding()) count_all_delivered();  // idle: the stats are exact
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held

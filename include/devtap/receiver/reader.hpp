@@ -110,6 +110,9 @@ struct receiver_state {
   // close() began (or the receiver was destroyed from a consumer): in the state, not the receiver,
   // so that the exit handler or a client's destructor can close one its owner is destroying.
   std::atomic<bool> closed{false};
+  // flush() or barrier() calls waiting for the readers: meanwhile no reader waits for a merge's room
+  // (what they wait for is at most a ring's worth, which the merge then holds beyond its limit).
+  std::atomic<int> flushes_waiting{0};  // (flush_waiting)
   /** Sets `closed`; true if this call did. Under the table's lock: an attach() or serve() that saw it
    *  unset under that lock has published its entry before any end of stream is written, so each
    *  reader's last look at the table (end_stream) finds it and ends it. */
@@ -154,6 +157,14 @@ struct receiver_state {
     }
     done_cv.notify_all();
   }
+};
+
+// Counts a flush() or barrier() in receiver_state::flushes_waiting while it waits for the readers.
+struct flush_waiting {
+  explicit flush_waiting(receiver_state& s) : state(s) { state.flushes_waiting.fetch_add(1, std::memory_order_relaxed); }
+  flush_waiting(const flush_waiting&) = delete;
+  ~flush_waiting() { state.flushes_waiting.fetch_sub(1, std::memory_order_relaxed); }
+  receiver_state& state;
 };
 
 /** Adds to a counter that only its reader thread writes: a plain add, not a locked one. */
@@ -227,6 +238,18 @@ private:
   // or stops: what consumers set aside goes on (merged_entry.hpp); `lost` when close() gave up.
   // False when close() gave up on the stream by the end (a merged call may have stuck past it).
   bool pass_on_staged(bool lost);
+
+  // Back-pressure from merged consumers that hold too much of this device (merged_entry.hpp): right
+  // after pass_on_staged, every 64 records and when the ring is empty, so the reader reads 64 records
+  // or all there is between two waits; all waits together at most one room_wait. Not while close()
+  // or a flush() waits for the readers: those wait for a ring's worth at most, held beyond the limit.
+  void wait_for_merges() {
+    if (staging_consumers_.empty() || state_.closed.load(std::memory_order_relaxed) ||
+        state_.flushes_waiting.load(std::memory_order_relaxed) != 0)
+      return;
+    std::chrono::steady_clock::time_point until{};
+    for (consumer_entry* entry : staging_consumers_) entry->wait_for_room(stream_.index, until);
+  }
 
   // The reader's last act on a device close() gave up on: count, without delivering, the records
   // still committed in the ring, so they are reported rather than silently gone.

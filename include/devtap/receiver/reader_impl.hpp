@@ -55,6 +55,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         if (sinks_full_) [[unlikely]] write_full_sinks();
         if (++since_progress % progress_every == 0) {
           pass_on_staged(false);  // before the position says they were read (flush() waits on it)
+          wait_for_merges();
           publish_progress();
         }
         continue;
@@ -68,6 +69,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         break;
     }
     pass_on_staged(false);
+    wait_for_merges();
     reader_.publish();
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {
@@ -318,8 +320,6 @@ DEVTAP_FUNC bool device_reader::pass_on_staged(bool lost) {
       state_.record_failure(stream_, entry->name, std::current_exception());
     }
   }
-  if (!lost)  // only now: waiting with records set aside, another merge could take this device for quiet
-    for (consumer_entry* entry : staging_consumers_) entry->wait_for_room(stream_.index);
   return !stream_.abandoned.load(std::memory_order_acquire);
 }
 

@@ -366,15 +366,15 @@ DEVTAP_FUNC void receiver::name_scope(std::uint32_t id, std::string_view name) {
 }
 
 DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {
-  // Each device's position, read within the deadline too: a device that does not answer is behind.
-  std::vector<std::optional<std::uint64_t>> targets;
+  const detail::flush_waiting counted(*state_);  // (no reader waits for a merge's room meanwhile)
+  std::vector<std::optional<std::uint64_t>> targets;  // each device's position, read within the deadline (none: behind)
   for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position(deadline));
   for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
     std::vector<std::string> behind;
     for (std::size_t i = 0; i < targets.size(); ++i) {
       const auto& stream = *state_->streams[i];
-      const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
       if (stream.finished.load(std::memory_order_acquire)) continue;
+      const std::uint64_t done = stream.consumed.load(std::memory_order_acquire);
       if (!targets[i]) behind.push_back(stream.device_name + " (its position could not be read in time)");
       else if (static_cast<std::int64_t>(done - *targets[i]) < 0) behind.push_back(stream.device_name);
     }
