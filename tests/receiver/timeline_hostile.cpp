@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -1945,4 +1946,109 @@ TEST_CASE("hostile merged: flush() is not held up by a merge that waits for a si
   rx.close();
   CHECK(got == rx.stats().devices[0].records);
   check_identity(rx.stats().devices[0], taps);
+}
+
+// A second review: one merge's waits kept a device's reader from another merge's record behind a
+// ring of the first's: the second took the device for quiet and let later records of the other
+// device pass it (10 inversions in 3 s, about two lags late). A reader does not wait for room while
+// another merge waits on its device.
+TEST_CASE("hostile merged: one merged consumer's back-pressure never breaks another's order", "[merged]") {
+  watchdog dog("hostile merged: two merges", 60s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = std::size_t{8} << 20, .timestamps = true, .merge_lag = 200ms});
+  std::atomic<std::uint64_t> flood_got{0};
+  std::vector<timed_value> got;  // the second merge's records, in delivery order (one call at a time)
+  auto flood = rx.attach<std::uint64_t>([&](const std::uint64_t&) { flood_got++; }, devtap::merged);
+  auto merged = attach_timed(rx, got);
+  const devtap::outfeed out0 = rx.outfeed(*cpus.cpu_devices()[0]), out1 = rx.outfeed(*cpus.cpu_devices()[1]);
+  std::atomic<bool> stop{false};
+  // cpu:1 taps the second merge every ms and never the first: the first holds cpu:0's flood a lag,
+  // past its limit, and cpu:0's reader waits for room again and again.
+  std::thread trickle([&] {
+    for (int i = 0; !stop; ++i) out1.tap(merged, 1000000 + i), std::this_thread::sleep_for(1ms);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t n = 0;
+  for (int i = 0; std::chrono::steady_clock::now() - start < 2s; ++i) {
+    for (int k = 0; k < 20000; ++k) out0.tap(flood, n++);
+    out0.tap(merged, i);  // behind the flood in cpu:0's ring
+  }
+  stop = true;
+  trickle.join();
+  rx.close();
+  CHECK(flood_got == n);
+  CHECK(inversions_of(got) == "");
+}
+
+// The reader resumes once the merge passed half of its hold on (merge_room::make), not only when its
+// wait runs out: with a 200 ms lag a wait lasts 50 ms, 64 records a wait would take over a minute.
+TEST_CASE("hostile merged: a reader waiting for room resumes as soon as the merge passes half its hold on", "[merged]") {
+  watchdog dog("hostile merged: room made", 120s);
+  devtap::cpu_client cpus(2);
+  devtap::receiver rx({.devices = all(cpus), .budget_bytes = 2 << 16, .timestamps = true, .merge_lag = 200ms});
+  std::atomic<std::uint64_t> got{0};
+  auto point = rx.attach<std::uint64_t>([&](const std::uint64_t&) { got++; }, devtap::merged);
+  const devtap::outfeed out0 = rx.outfeed(*cpus.cpu_devices()[0]), out1 = rx.outfeed(*cpus.cpu_devices()[1]);
+  std::atomic<bool> stop{false};
+  std::thread steady([&] {  // lets cpu:0's held records go every ms
+    for (std::uint64_t i = 0; !stop; ++i) out1.tap(point, i), std::this_thread::sleep_for(1ms);
+  });
+  constexpr std::uint64_t taps = 100000;  // about 10 MB held at once without the limit
+  auto flood = std::async(std::launch::async, [&] {
+    for (std::uint64_t i = 0; i < taps; ++i) out0.tap(point, i);
+  });
+  CHECK(flood.wait_for(30s) == std::future_status::ready);
+  stop = true;
+  steady.join();
+  flood.wait();
+  rx.close();
+  CHECK(rx.stats().devices[0].records == taps);
+}
+
+// held_queue (held_records.hpp) against std::deque: pushes and pops across its 256-record blocks,
+// sizes at every boundary, records kept inline (48 bytes) and on the heap (49), reserve, release.
+TEST_CASE("hostile merged: the held records' queue keeps order and bytes across block boundaries", "[merged][held]") {
+  using devtap::detail::held_queue;
+  using devtap::detail::held_record;
+  auto make = [](std::uint64_t n) {
+    const std::size_t size = n % 3 == 0 ? 49 : n % 3 == 1 ? 48 : 0;  // heap, inline at the limit, empty
+    std::vector<std::byte> bytes(size, static_cast<std::byte>(n));
+    return held_record(devtap::detail::record_stamp{n, n, true}, bytes.data(), size);
+  };
+  auto matches = [](held_record& r, std::uint64_t n) {
+    const std::size_t size = n % 3 == 0 ? 49 : n % 3 == 1 ? 48 : 0;
+    if (r.stamp.sequence != n || r.size != size) return false;
+    for (std::size_t i = 0; i < size; ++i)
+      if (r.data()[i] != static_cast<std::byte>(n)) return false;
+    return true;
+  };
+  held_queue q;
+  std::deque<std::uint64_t> model;
+  std::uint64_t next = 0;
+  for (const std::size_t burst : {0u, 1u, 255u, 256u, 257u, 511u, 512u, 513u, 1000u, 3u}) {
+    INFO("burst " << burst);
+    q.reserve(q.size() + burst / 2);
+    for (std::size_t i = 0; i < burst; ++i) q.push_back(make(next)), model.push_back(next++);
+    REQUIRE(q.size() == model.size());
+    for (std::size_t i = 0; i < burst / 2 + 1 && !model.empty(); ++i) {  // pops cross the blocks' ends
+      REQUIRE(matches(q.front(), model.front()));
+      q.pop_front(), model.pop_front();
+    }
+    REQUIRE(q.size() == model.size());
+    REQUIRE(q.empty() == model.empty());
+  }
+  while (!model.empty()) {
+    REQUIRE(matches(q.front(), model.front()));
+    q.pop_front(), model.pop_front();
+  }
+  CHECK(q.empty());
+  q.release();
+  for (std::uint64_t i = 0; i < 300; ++i) q.push_back(make(i));  // after release: from nothing again
+  for (std::uint64_t i = 0; i < 300; ++i) {
+    REQUIRE(matches(q.front(), i));
+    q.pop_front();
+  }
+  q.push_back(make(7));
+  q.clear();
+  CHECK(q.empty());
 }

@@ -6,12 +6,13 @@
 #include <devtap/tap/tap_info.hpp>
 
 #include <algorithm>
-#include <bit>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -38,48 +39,59 @@ struct held_record {
   std::unique_ptr<std::byte[]> heap;
 };
 
-// One device's held records, oldest first: a ring of slots that doubles when full and keeps its
-// slots while records come and go. (A std::deque allocated a block per five records and freed it
-// again, and the heap grew and shrank under the held records: a quarter of the merge's time went
-// to malloc and page faults, docs/performance.md.) `release` gives the slots back once nothing is
-// held, so a burst's memory does not stay for the receiver's life.
+// One device's held records, oldest first, in blocks of 256 that are kept and reused while records
+// come and go. (A std::deque allocated a block per five records and freed it again, and the heap
+// grew and shrank under the held records: a quarter of the merge's time went to malloc and page
+// faults. One array that doubled stalled its reader for hundreds of ms, zeroing and moving millions
+// of records, where another merge had to wait for that reader: docs/performance.md.) `release`
+// gives the blocks back once nothing is held, so a burst's memory does not stay for the receiver's life.
 class held_queue {
 public:
   bool empty() const noexcept { return size_ == 0; }
   std::size_t size() const noexcept { return size_; }
-  held_record& front() noexcept { return slots_[head_]; }
-  const held_record& front() const noexcept { return slots_[head_]; }
+  held_record& front() noexcept { return blocks_.front()->records[head_]; }
+  const held_record& front() const noexcept { return blocks_.front()->records[head_]; }
 
   void reserve(std::size_t n) {  // (then n - size() pushes allocate nothing and cannot throw)
-    if (n > slots_.size()) grow(std::max<std::size_t>(std::bit_ceil(n), 64));
+    while ((head_ + n + block_records - 1) / block_records > blocks_.size()) add_block();
   }
   void push_back(held_record&& r) {
-    if (size_ == slots_.size()) grow(slots_.empty() ? 64 : slots_.size() * 2);
-    slots_[(head_ + size_) & (slots_.size() - 1)] = std::move(r);
+    const std::size_t at = head_ + size_;
+    if (at == blocks_.size() * block_records) add_block();
+    blocks_[at / block_records]->records[at % block_records] = std::move(r);
     ++size_;
   }
   void pop_front() noexcept {
-    slots_[head_].heap.reset();  // a large record's bytes go now, not when the slot is reused
-    head_ = (head_ + 1) & (slots_.size() - 1);
+    front().heap.reset();  // a large record's bytes go now, not when the slot is reused
     --size_;
+    if (++head_ == block_records || size_ == 0) {  // (emptied: start again at the first slot)
+      if (head_ == block_records) spare_.push_back(std::move(blocks_.front())), blocks_.pop_front();
+      head_ = 0;
+    }
   }
   void clear() noexcept {
     while (size_ != 0) pop_front();
   }
-  // Nothing held: the slots beyond `keep` go back to the heap.
-  void release(std::size_t keep = 256) {
-    if (size_ == 0 && slots_.size() > keep) slots_ = std::vector<held_record>(), head_ = 0;
+  void release() {  // nothing held: every block goes back to the heap
+    if (size_ == 0) blocks_.clear(), spare_.clear(), head_ = 0;
   }
 
 private:
-  void grow(std::size_t slots) {  // a power of two: the mask
-    std::vector<held_record> bigger(slots);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);
-    slots_ = std::move(bigger);
-    head_ = 0;
+  static constexpr std::size_t block_records = 256;  // 24 KiB a block
+  struct block {
+    held_record records[block_records];
+  };
+  void add_block() {
+    if (spare_.empty()) {
+      blocks_.push_back(std::make_unique<block>());
+    } else {
+      blocks_.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    }
   }
-  std::vector<held_record> slots_;
-  std::size_t head_ = 0;  // the oldest record's slot
+  std::deque<std::unique_ptr<block>> blocks_;  // in use, oldest first
+  std::vector<std::unique_ptr<block>> spare_;  // emptied, for the next ones
+  std::size_t head_ = 0;                       // the oldest record's slot in blocks_.front()
   std::size_t size_ = 0;
 };
 
@@ -98,9 +110,19 @@ struct merge_queue {
 
 // Where a device's reader waits for room in a merge (back-pressure: merged_entry.hpp): on a lock of
 // its own, not the merge's, which a delivery holds through the consumer's calls, so a wait ends on time.
+// And what the readers learn from the merge: `waited_on` counts, per device (device_stream), the merges
+// whose earliest record waits for that device's next one; its reader then waits for no merge's room,
+// or it would keep that record from them long enough to be taken for quiet (the order would break).
 class merge_room {
 public:
-  explicit merge_room(std::size_t devices) : made_(devices) {}
+  explicit merge_room(std::vector<std::shared_ptr<std::atomic<int>>> waited_on)
+      : made_(waited_on.size()), waited_on_(std::move(waited_on)) {}
+  void wait_on(std::size_t device) {  // under the merge's lock; `device` out of range: none
+    if (device == waiting_on_) return;
+    if (waiting_on_ < waited_on_.size()) waited_on_[waiting_on_]->fetch_sub(1, std::memory_order_relaxed);
+    if (device < waited_on_.size()) waited_on_[device]->fetch_add(1, std::memory_order_relaxed);
+    waiting_on_ = device;
+  }
   void expect(std::size_t device) {  // its queue passed the limit: its reader will wait
     std::lock_guard lock(mutex_);
     made_[device] = 0;
@@ -127,6 +149,15 @@ private:
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<char> made_;  // by device
+  std::vector<std::shared_ptr<std::atomic<int>>> waited_on_;
+  std::size_t waiting_on_ = SIZE_MAX;  // the device this merge waits on (wait_on)
+};
+
+// How much a merge holds of a device before its reader waits (bytes of held_record::footprint), and
+// the devices' counts of merges waiting on them (merge_room).
+struct merge_limits {
+  std::size_t hold_limit;
+  std::vector<std::shared_ptr<std::atomic<int>>> waited_on;
 };
 
 // A device's records read but not yet handed in: its reader's alone.

@@ -42,12 +42,11 @@ public:
     std::function<void(std::size_t device_index, std::uint64_t records)> lost;
   };
 
-  /** `inner` is the consumer itself, made for one instance shared by `devices` (by index);
-   *  `hold_limit`: the bytes of memory a device's held records may take before its reader waits. */
+  /** `inner` is the consumer itself, made for one instance shared by `devices` (by index). */
   merged_entry(std::shared_ptr<consumer_entry> inner, const std::vector<const device*>& devices,
-               std::chrono::milliseconds lag, std::size_t hold_limit, outcome_sink sink, std::uint32_t receiver_id)
+               std::chrono::milliseconds lag, merge_limits limits, outcome_sink sink, std::uint32_t receiver_id)
       : consumer_entry(inner->fingerprint, inner->name),
-        core_(std::make_shared<core>(std::move(inner), devices, lag, hold_limit, std::move(sink))) {
+        core_(std::make_shared<core>(std::move(inner), devices, lag, std::move(limits), std::move(sink))) {
     stages_records = true;
     // The helper owns the core too: if user code it runs drops the entry's last owner, the entry is
     // destroyed on the helper (which it then lets go) while the core lives on until the helper ends.
@@ -118,10 +117,9 @@ private:
 
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
-         std::chrono::milliseconds lag_, std::size_t hold_limit_, outcome_sink sink_)
-        : inner(std::move(inner_)), room(devices.size()), queues(devices.size()), staged(devices.size()),
-          sink(std::move(sink_)),
-          hold_limit(hold_limit_),
+         std::chrono::milliseconds lag_, merge_limits limits, outcome_sink sink_)
+        : inner(std::move(inner_)), room(std::move(limits.waited_on)), queues(devices.size()), staged(devices.size()),
+          sink(std::move(sink_)), hold_limit(limits.hold_limit),
           // Half a lag between looks, rounded up, at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
                                                            std::chrono::hours(1))),
@@ -145,9 +143,8 @@ private:
     const std::size_t hold_limit;
     const std::chrono::milliseconds look_every;
     const std::uint64_t quiet_after;
-    // A reader's longest wait for room: a quarter lag, 0.5 to 50 ms.
-    const std::chrono::microseconds room_wait = std::clamp<std::chrono::microseconds>(
-        look_every / 2, std::chrono::microseconds(500), std::chrono::milliseconds(50));
+    const std::chrono::microseconds room_wait =  // a reader's longest wait for room: about a quarter lag, 0.5 to 50 ms
+        std::clamp<std::chrono::microseconds>(look_every / 2, std::chrono::microseconds(500), std::chrono::milliseconds(50));
     std::uint64_t looks = 0;  // the helper's looks while records were held (under the lock)
     bool helper_looking = false;  // the helper looks every half lag (records are held)
     bool final_asked = false;     // close(): the helper delivers what is held, then sets final_done
@@ -301,7 +298,7 @@ private:
             queues[d].records.clear();
             queues[d].bytes = 0;
           }
-          room.wake_all();
+          room.wait_on(queues.size()), room.wake_all();
           return;
         }
         std::size_t first = queues.size();
@@ -313,19 +310,23 @@ private:
                                                        queues[first].records.front().stamp.sequence))
             first = d;
         }
-        if (first == queues.size()) break;
+        if (first == queues.size()) {
+          room.wait_on(queues.size());  // nothing held: no merge waits
+          break;
+        }
         merge_queue& q = queues[first];
         held_record& h = q.records.front();
         // Every other device has shown a later record (what it holds comes after h), ended, or sent
         // nothing for a lag since h arrived: quiet for h, whatever it was for earlier records (a
         // device silent before, whose next record is still in its busy reader, is waited for again).
-        bool may_go = true;
-        for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
+        std::size_t waits_on = queues.size();
+        for (std::size_t d = 0; waits_on == queues.size() && d < queues.size(); ++d) {
           const merge_queue& other = queues[d];
           if (d == first || !other.records.empty() || other.ended) continue;
-          may_go = looks - std::max(h.arrived, other.last_arrival) >= quiet_after;  // (arrivals are never ahead of looks)
+          if (looks - std::max(h.arrived, other.last_arrival) < quiet_after) waits_on = d;  // (arrivals never pass looks)
         }
-        if (!may_go) break;
+        room.wait_on(waits_on);  // (none: the readers may wait for room again)
+        if (waits_on != queues.size()) break;
         delivery result = delivery::delivered;
         std::exception_ptr error;
         if (!may_call()) {  // closed meanwhile: the loop's top counts what is held, unless the entry
@@ -375,7 +376,7 @@ private:
         }
         if (!holding()) {
           helper_looking = false;
-          for (merge_queue& q : queues) q.records.release();  // a burst's slots go back while nothing is held
+          for (merge_queue& q : queues) q.records.release();  // a burst's blocks go back while nothing is held
           cv.wait(lock, [&] { return stop.stop_requested() || helper_looking || final_asked; });
           continue;
         }

@@ -24,6 +24,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -45,6 +46,10 @@ struct device_stream {
   alignas(64) std::atomic<std::uint64_t> records{0}, bytes{0}, unknown_ids{0}, mismatches{0}, consumer_errors{0},
       ignored{0};
   std::atomic<std::uint64_t> consumed{0};  // reader position after released records: flush() waits on it
+  // For merged consumers' back-pressure (device_reader::wait_for_merges): the furthest position a
+  // flush() waits for, and how many merges wait on this device's next record (merge_room).
+  std::atomic<std::uint64_t> flush_target{0};
+  std::shared_ptr<std::atomic<int>> merges_waiting = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> device_done{false};    // producers that cannot write an end marker (CUDA) are done
   // flush() asks the reader to write the file sinks' part of this device (a number per request);
   // the reader answers with the number it saw, the next time it finds the ring empty.
@@ -110,9 +115,8 @@ struct receiver_state {
   // close() began (or the receiver was destroyed from a consumer): in the state, not the receiver,
   // so that the exit handler or a client's destructor can close one its owner is destroying.
   std::atomic<bool> closed{false};
-  // flush() or barrier() calls waiting for the readers: meanwhile no reader waits for a merge's room
-  // (what they wait for is at most a ring's worth, which the merge then holds beyond its limit).
-  std::atomic<int> flushes_waiting{0};  // (flush_waiting)
+  // barrier() calls waiting: meanwhile no reader waits for a merge's room (flush_waiting).
+  std::atomic<int> barriers_waiting{0};
   /** Sets `closed`; true if this call did. Under the table's lock: an attach() or serve() that saw it
    *  unset under that lock has published its entry before any end of stream is written, so each
    *  reader's last look at the table (end_stream) finds it and ends it. */
@@ -159,13 +163,29 @@ struct receiver_state {
   }
 };
 
-// Counts a flush() or barrier() in receiver_state::flushes_waiting while it waits for the readers.
-struct flush_waiting {
-  explicit flush_waiting(receiver_state& s) : state(s) { state.flushes_waiting.fetch_add(1, std::memory_order_relaxed); }
-  flush_waiting(const flush_waiting&) = delete;
-  ~flush_waiting() { state.flushes_waiting.fetch_sub(1, std::memory_order_relaxed); }
+// Counts a barrier() in receiver_state::barriers_waiting while it waits: what it waits for is the
+// records of work queued before it, which a reader waiting for a merge's room would slow to a trickle.
+struct barrier_waiting {
+  explicit barrier_waiting(receiver_state& s) : state(s) { state.barriers_waiting.fetch_add(1, std::memory_order_relaxed); }
+  barrier_waiting(const barrier_waiting&) = delete;
+  ~barrier_waiting() { state.barriers_waiting.fetch_sub(1, std::memory_order_relaxed); }
   receiver_state& state;
 };
+
+/** Raises `value` to `to` unless it is already there or past it. */
+inline void raise_to(std::atomic<std::uint64_t>& value, std::uint64_t to) noexcept {
+  std::uint64_t now = value.load(std::memory_order_relaxed);
+  while (static_cast<std::int64_t>(to - now) > 0 && !value.compare_exchange_weak(now, to, std::memory_order_relaxed)) {
+  }
+}
+
+/** What flush() waits for on this device: its claimed position, read by `deadline` (none: not in
+ *  time). Below it, the reader waits for no merge's room (device_reader::wait_for_merges). */
+inline std::optional<std::uint64_t> flush_target_of(device_stream& stream, std::chrono::steady_clock::time_point deadline) {
+  const std::optional<std::uint64_t> target = stream.ring->claimed_position(deadline);
+  if (target) raise_to(stream.flush_target, *target);
+  return target;
+}
 
 /** Adds to a counter that only its reader thread writes: a plain add, not a locked one. */
 inline void add_owned(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {
@@ -241,11 +261,13 @@ private:
 
   // Back-pressure from merged consumers that hold too much of this device (merged_entry.hpp): right
   // after pass_on_staged, every 64 records and when the ring is empty, so the reader reads 64 records
-  // or all there is between two waits; all waits together at most one room_wait. Not while close()
-  // or a flush() waits for the readers: those wait for a ring's worth at most, held beyond the limit.
+  // or all there is between two waits; all waits together at most one room_wait. Not while another
+  // merge waits on this device (its next record could be behind), nor below a flush()'s position,
+  // nor during close() or barrier(): those wait for a ring's worth or their work's records.
   void wait_for_merges() {
-    if (staging_consumers_.empty() || state_.closed.load(std::memory_order_relaxed) ||
-        state_.flushes_waiting.load(std::memory_order_relaxed) != 0)
+    if (staging_consumers_.empty() || stream_.merges_waiting->load(std::memory_order_relaxed) != 0 ||
+        static_cast<std::int64_t>(stream_.flush_target.load(std::memory_order_relaxed) - reader_.position()) > 0 ||
+        state_.closed.load(std::memory_order_relaxed) || state_.barriers_waiting.load(std::memory_order_relaxed) != 0)
       return;
     std::chrono::steady_clock::time_point until{};
     for (consumer_entry* entry : staging_consumers_) entry->wait_for_room(stream_.index, until);

@@ -69,7 +69,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         break;
     }
     pass_on_staged(false);
-    wait_for_merges();
+    wait_for_merges(), since_progress = 0;  // (the next wait comes 64 records on)
     reader_.publish();
     publish_progress();
     if (stream_.device_done.load(std::memory_order_acquire)) {

@@ -157,6 +157,7 @@ DEVTAP_FUNC void receiver::barrier() {
   refuse_inside("barrier()", !state_->closed.load(std::memory_order_acquire));  // (once closed, its devices may be gone)
   if (state_->closed.load(std::memory_order_acquire)) return;                   // its streams ended
   const auto deadline = detail::deadline_after(state_->options.close_timeout);
+  const detail::barrier_waiting counted(*state_);
   const std::vector<std::string> busy = detail::wait_for_pending_work(state_->streams, deadline);
   if (!busy.empty())
     throw timeout_error("devtap: receiver '" + state_->name + "': barrier() timed out after " +
@@ -366,9 +367,8 @@ DEVTAP_FUNC void receiver::name_scope(std::uint32_t id, std::string_view name) {
 }
 
 DEVTAP_FUNC void receiver::flush_until(std::chrono::steady_clock::time_point deadline, const char* call) {
-  const detail::flush_waiting counted(*state_);  // (no reader waits for a merge's room meanwhile)
   std::vector<std::optional<std::uint64_t>> targets;  // each device's position, read within the deadline (none: behind)
-  for (const auto& stream : state_->streams) targets.push_back(stream->ring->claimed_position(deadline));
+  for (const auto& stream : state_->streams) targets.push_back(detail::flush_target_of(*stream, deadline));
   for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(500))) {
     std::vector<std::string> behind;
     for (std::size_t i = 0; i < targets.size(); ++i) {
