@@ -44,7 +44,7 @@ struct held_record {
 // grew and shrank under the held records: a quarter of the merge's time went to malloc and page
 // faults. One array that doubled stalled its reader for hundreds of ms, zeroing and moving millions
 // of records, where another merge had to wait for that reader: docs/performance.md.) `release`
-// gives the blocks back once nothing is held, so a burst's memory does not stay for the receiver's life.
+// gives the blocks but one back once nothing is held: a burst's memory does not stay for the receiver's life.
 class held_queue {
 public:
   bool empty() const noexcept { return size_ == 0; }
@@ -72,8 +72,10 @@ public:
   void clear() noexcept {
     while (size_ != 0) pop_front();
   }
-  void release() {  // nothing held: every block goes back to the heap
-    if (size_ == 0) blocks_.clear(), spare_.clear(), head_ = 0;
+  void release() {  // nothing held: every block but one goes back to the heap
+    if (size_ != 0) return;
+    if (blocks_.size() > 1) blocks_.resize(1);
+    spare_.clear(), head_ = 0;
   }
 
 private:
@@ -110,18 +112,17 @@ struct merge_queue {
 
 // Where a device's reader waits for room in a merge (back-pressure: merged_entry.hpp): on a lock of
 // its own, not the merge's, which a delivery holds through the consumer's calls, so a wait ends on time.
-// And what the readers learn from the merge: `waited_on` counts, per device (device_stream), the merges
-// whose earliest record waits for that device's next one; its reader then waits for no merge's room,
-// or it would keep that record from them long enough to be taken for quiet (the order would break).
+// And what the readers learn from the merges: `holding` counts the receiver's merges that hold records.
+// A reader waits for room only while one does (the one it waits for): held back, its device's next
+// record for another merge could come after that merge took the device for quiet, and broke its order.
 class merge_room {
 public:
-  explicit merge_room(std::vector<std::shared_ptr<std::atomic<int>>> waited_on)
-      : made_(waited_on.size()), waited_on_(std::move(waited_on)) {}
-  void wait_on(std::size_t device) {  // under the merge's lock; `device` out of range: none
-    if (device == waiting_on_) return;
-    if (waiting_on_ < waited_on_.size()) waited_on_[waiting_on_]->fetch_sub(1, std::memory_order_relaxed);
-    if (device < waited_on_.size()) waited_on_[device]->fetch_add(1, std::memory_order_relaxed);
-    waiting_on_ = device;
+  merge_room(std::size_t devices, std::shared_ptr<std::atomic<int>> holding) : made_(devices), holding_(std::move(holding)) {}
+  ~merge_room() { hold(false); }
+  void hold(bool holds) {  // under the merge's lock: whether it holds records now
+    if (holds == holds_) return;
+    holds_ = holds;
+    holding_->fetch_add(holds ? 1 : -1, std::memory_order_relaxed);
   }
   void expect(std::size_t device) {  // its queue passed the limit: its reader will wait
     std::lock_guard lock(mutex_);
@@ -149,15 +150,15 @@ private:
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<char> made_;  // by device
-  std::vector<std::shared_ptr<std::atomic<int>>> waited_on_;
-  std::size_t waiting_on_ = SIZE_MAX;  // the device this merge waits on (wait_on)
+  std::shared_ptr<std::atomic<int>> holding_;  // the receiver's (receiver_state::merges_holding)
+  bool holds_ = false;
 };
 
 // How much a merge holds of a device before its reader waits (bytes of held_record::footprint), and
-// the devices' counts of merges waiting on them (merge_room).
+// the receiver's count of merges that hold records (merge_room).
 struct merge_limits {
   std::size_t hold_limit;
-  std::vector<std::shared_ptr<std::atomic<int>>> waited_on;
+  std::shared_ptr<std::atomic<int>> holding;
 };
 
 // A device's records read but not yet handed in: its reader's alone.

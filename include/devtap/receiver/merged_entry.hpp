@@ -118,7 +118,7 @@ private:
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
          std::chrono::milliseconds lag_, merge_limits limits, outcome_sink sink_)
-        : inner(std::move(inner_)), room(std::move(limits.waited_on)), queues(devices.size()), staged(devices.size()),
+        : inner(std::move(inner_)), room(devices.size(), std::move(limits.holding)), queues(devices.size()), staged(devices.size()),
           sink(std::move(sink_)), hold_limit(limits.hold_limit),
           // Half a lag between looks, rounded up, at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
@@ -298,7 +298,7 @@ private:
             queues[d].records.clear();
             queues[d].bytes = 0;
           }
-          room.wait_on(queues.size()), room.wake_all();
+          room.hold(false), room.wake_all();
           return;
         }
         std::size_t first = queues.size();
@@ -310,23 +310,19 @@ private:
                                                        queues[first].records.front().stamp.sequence))
             first = d;
         }
-        if (first == queues.size()) {
-          room.wait_on(queues.size());  // nothing held: no merge waits
-          break;
-        }
+        if (first == queues.size()) break;
         merge_queue& q = queues[first];
         held_record& h = q.records.front();
         // Every other device has shown a later record (what it holds comes after h), ended, or sent
         // nothing for a lag since h arrived: quiet for h, whatever it was for earlier records (a
         // device silent before, whose next record is still in its busy reader, is waited for again).
-        std::size_t waits_on = queues.size();
-        for (std::size_t d = 0; waits_on == queues.size() && d < queues.size(); ++d) {
+        bool may_go = true;
+        for (std::size_t d = 0; may_go && d < queues.size(); ++d) {
           const merge_queue& other = queues[d];
           if (d == first || !other.records.empty() || other.ended) continue;
-          if (looks - std::max(h.arrived, other.last_arrival) < quiet_after) waits_on = d;  // (arrivals never pass looks)
+          may_go = looks - std::max(h.arrived, other.last_arrival) >= quiet_after;  // (arrivals are never ahead of looks)
         }
-        room.wait_on(waits_on);  // (none: the readers may wait for room again)
-        if (waits_on != queues.size()) break;
+        if (!may_go) break;
         delivery result = delivery::delivered;
         std::exception_ptr error;
         if (!may_call()) {  // closed meanwhile: the loop's top counts what is held, unless the entry
@@ -348,6 +344,7 @@ private:
         q.records.pop_front();
         if (q.reader_waits && q.bytes <= hold_limit / 2) q.reader_waits = false, room.make(first);
       }
+      room.hold(holding());
       if (!holding()) count_all_delivered();  // idle: the stats are exact
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
         merge_queue& q = queues[d];

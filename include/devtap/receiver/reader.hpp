@@ -46,10 +46,8 @@ struct device_stream {
   alignas(64) std::atomic<std::uint64_t> records{0}, bytes{0}, unknown_ids{0}, mismatches{0}, consumer_errors{0},
       ignored{0};
   std::atomic<std::uint64_t> consumed{0};  // reader position after released records: flush() waits on it
-  // For merged consumers' back-pressure (device_reader::wait_for_merges): the furthest position a
-  // flush() waits for, and how many merges wait on this device's next record (merge_room).
+  // The furthest position a flush() waits for: below it, the reader waits for no merge's room.
   std::atomic<std::uint64_t> flush_target{0};
-  std::shared_ptr<std::atomic<int>> merges_waiting = std::make_shared<std::atomic<int>>(0);
   std::atomic<bool> device_done{false};    // producers that cannot write an end marker (CUDA) are done
   // flush() asks the reader to write the file sinks' part of this device (a number per request);
   // the reader answers with the number it saw, the next time it finds the ring empty.
@@ -117,6 +115,8 @@ struct receiver_state {
   std::atomic<bool> closed{false};
   // barrier() calls waiting: meanwhile no reader waits for a merge's room (flush_waiting).
   std::atomic<int> barriers_waiting{0};
+  // The merged consumers that hold records (merge_room): shared, as a merge's helper may outlive the state.
+  std::shared_ptr<std::atomic<int>> merges_holding = std::make_shared<std::atomic<int>>(0);
   /** Sets `closed`; true if this call did. Under the table's lock: an attach() or serve() that saw it
    *  unset under that lock has published its entry before any end of stream is written, so each
    *  reader's last look at the table (end_stream) finds it and ends it. */
@@ -261,11 +261,11 @@ private:
 
   // Back-pressure from merged consumers that hold too much of this device (merged_entry.hpp): right
   // after pass_on_staged, every 64 records and when the ring is empty, so the reader reads 64 records
-  // or all there is between two waits; all waits together at most one room_wait. Not while another
-  // merge waits on this device (its next record could be behind), nor below a flush()'s position,
-  // nor during close() or barrier(): those wait for a ring's worth or their work's records.
+  // or all there is between two waits; all waits together at most one room_wait. Not while a second
+  // merge holds records (its order could break: merge_room), nor below a flush()'s position, nor
+  // during close() or barrier(): those wait for a ring's worth or their work's records.
   void wait_for_merges() {
-    if (staging_consumers_.empty() || stream_.merges_waiting->load(std::memory_order_relaxed) != 0 ||
+    if (staging_consumers_.empty() || state_.merges_holding->load(std::memory_order_relaxed) > 1 ||
         static_cast<std::int64_t>(stream_.flush_target.load(std::memory_order_relaxed) - reader_.position()) > 0 ||
         state_.closed.load(std::memory_order_relaxed) || state_.barriers_waiting.load(std::memory_order_relaxed) != 0)
       return;

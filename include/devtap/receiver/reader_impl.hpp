@@ -55,8 +55,8 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         if (sinks_full_) [[unlikely]] write_full_sinks();
         if (++since_progress % progress_every == 0) {
           pass_on_staged(false);  // before the position says they were read (flush() waits on it)
-          wait_for_merges();
           publish_progress();
+          wait_for_merges();
         }
         continue;
       case record_kind::skip:
@@ -69,9 +69,9 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
         break;
     }
     pass_on_staged(false);
-    wait_for_merges(), since_progress = 0;  // (the next wait comes 64 records on)
     reader_.publish();
     publish_progress();
+    wait_for_merges(), since_progress = 0;  // (the next wait comes 64 records on)
     if (stream_.device_done.load(std::memory_order_acquire)) {
       if (reader_.peek(std::memory_order_seq_cst).kind != record_kind::empty) continue;
       if (!stream_.ring->host_can_produce || all_claims_read()) {

@@ -196,9 +196,8 @@ private:
       // What a device's held records may take: its ring's size, at least 1 MiB (docs/timeline.md).
       const std::size_t hold_limit = std::max<std::size_t>(
           detail::ring_capacity_of(state->options.budget_bytes, state->streams.size(), state->name), std::size_t{1} << 20);
-      detail::merge_limits limits{hold_limit, {}};
-      for (const auto& stream : state->streams) limits.waited_on.push_back(stream->merges_waiting);
-      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state->options.merge_lag, std::move(limits),
+      const detail::merge_limits limits{hold_limit, state->merges_holding};
+      entry = std::make_shared<detail::merged_entry>(std::move(entry), by_index, state->options.merge_lag, limits,
                                                      std::move(sink), state->id);
       entry->kind = kind;
     }
