@@ -186,8 +186,8 @@ private:
     // Back-pressure (the reader, with nothing set aside; device_reader::wait_for_merges): past its
     // limit, the device's reader waits till the merge passed half of it on, so its ring fills and
     // producers wait (or drop or fail) as behind any slow consumer; without it, a merge slower than
-    // the taps held a whole run. At most room_wait, less than a lag: another merge never takes the
-    // device for quiet, and merges waiting on each other's devices never deadlock (the wait ends).
+    // the taps held a whole run. At most room_wait, less than a lag, and never while another merge
+    // holds records (device_reader::wait_for_merges): that merge never takes the device for quiet.
     void wait_for_room(std::size_t device_index, std::chrono::steady_clock::time_point& until) {
       const auto now = std::chrono::steady_clock::now();
       until = until == std::chrono::steady_clock::time_point{} ? now + room_wait : std::min(until, now + room_wait);
@@ -344,8 +344,9 @@ private:
         q.records.pop_front();
         if (q.reader_waits && q.bytes <= hold_limit / 2) q.reader_waits = false, room.make(first);
       }
-      room.hold(holding());
-      if (!holding()) count_all_delivered();  // idle: the stats are exact
+      const bool holds = holding();
+      room.hold(holds);
+      if (!holds) count_all_delivered();  // idle: the stats are exact
       for (std::size_t d = 0; d < queues.size(); ++d) {  // a device that ended, with nothing left held
         merge_queue& q = queues[d];
         if (!q.ended || q.finished || !q.records.empty()) continue;
