@@ -51,6 +51,11 @@ inline open_receiver_list& open_receivers() {
   return *list;
 }
 
+/** Room on the list for one receiver more (may throw), taken before its files are started: the
+ *  add_open() after them grows the list only if other receivers opened meanwhile. */
+void reserve_open();
+/** Puts `state` on the list (closed at exit, or by a client destroyed first; the handler is set). */
+void add_open(std::shared_ptr<receiver_state> state);
 /** Closes the receivers still open that drain `dev` (every one when null), logging what they throw.
  *  False when one that drains `dev` could only be abandoned: this thread is its consumer or its
  *  devices' work, which close() would wait for. */

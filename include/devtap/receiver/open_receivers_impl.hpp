@@ -5,6 +5,7 @@
 #include <devtap/receiver/receiver.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,21 @@ DEVTAP_FUNC void detail::forget(const receiver_state& state) noexcept {
   auto& list = open_receivers();
   std::lock_guard lock(list.mutex);
   std::erase_if(list.open, [&](const auto& open) { return open.get() == &state; });
+}
+
+DEVTAP_FUNC void detail::reserve_open() {
+  auto& list = open_receivers();
+  std::lock_guard lock(list.mutex);
+  if (list.open.size() == list.open.capacity()) list.open.reserve(std::max<std::size_t>(8, 2 * list.open.capacity()));
+}
+
+DEVTAP_FUNC void detail::add_open(std::shared_ptr<receiver_state> state) {
+  auto& list = open_receivers();
+  std::lock_guard lock(list.mutex);
+  if (!list.handler_registered) list.handler_registered = std::atexit(close_open_receivers_at_exit) == 0;
+  close_receivers_draining.store(&close_open_receivers_draining, std::memory_order_release);
+  consumer_of_receiver_draining.store(&consumer_of_open_receiver_draining, std::memory_order_release);
+  list.open.push_back(std::move(state));
 }
 
 namespace detail {

@@ -113,6 +113,7 @@ struct receiver_state {
   // close() began (or the receiver was destroyed from a consumer): in the state, not the receiver,
   // so that the exit handler or a client's destructor can close one its owner is destroying.
   std::atomic<bool> closed{false};
+  std::atomic<bool> open_failed{false};  // the constructor gave up after its readers started (count_lost's words)
   // barrier() calls waiting: meanwhile no reader waits for a merge's room (barrier_waiting).
   std::atomic<int> barriers_waiting{0};
   // The merged consumers that hold records (merge_room): shared, as a merge's helper may outlive the state.

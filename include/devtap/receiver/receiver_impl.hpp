@@ -66,13 +66,12 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
       throw outfeed_error("devtap: device '" + by_address[attached]->device_name +
                           "' already has a receiver attached (at most one receiver per device at once)");
     }
-  try {  // the recording first: only its start can refuse (stdout's file printed to since the open),
-         // and the trace file must then be as it was
-    for (auto sink = state_->sinks.rbegin(); sink != state_->sinks.rend(); ++sink) (*sink)->start();
-  } catch (...) {
+  auto stop_readers_and_give_up = [&] {
+    state_->open_failed.store(true, std::memory_order_relaxed);  // (seen by each reader after its abandon)
+    for (auto& stream : state_->streams)
+      if (stream->thread.joinable()) detail::abandon(*stream), stream->thread.join();
     give_up();
-    throw;
-  }
+  };
   try {  // a thread that cannot start (EAGAIN), a list that cannot grow: no device stays attached
     for (auto& stream : state_->streams) {
       stream->thread = std::jthread([state = state_, s = stream.get()](std::stop_token st) {
@@ -84,21 +83,22 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
       });
       stream->reader_id = stream->thread.get_id();
     }
-    auto& list = detail::open_receivers();
-    std::lock_guard lock(list.mutex);
-    if (!list.handler_registered) list.handler_registered = std::atexit(detail::close_open_receivers_at_exit) == 0;
-    detail::close_receivers_draining.store(&detail::close_open_receivers_draining, std::memory_order_release);
-    detail::consumer_of_receiver_draining.store(&detail::consumer_of_open_receiver_draining, std::memory_order_release);
-    list.open.push_back(state_);
+    detail::reserve_open();
   } catch (...) {
-    for (auto& stream : state_->streams)
-      if (stream->thread.joinable()) detail::abandon(*stream), stream->thread.join();
-    give_up();
+    stop_readers_and_give_up();
     try {
       throw;
     } catch (const std::exception& e) {
       throw outfeed_error("devtap: receiver '" + state_->name + "' could not start its readers: " + e.what());
     }
+  }
+  try {  // the files last (readers write into buffers till then): a receiver that failed to open leaves
+         // them as they were. The recording first: only its start can refuse (stdout printed to since)
+    for (auto sink = state_->sinks.rbegin(); sink != state_->sinks.rend(); ++sink) (*sink)->start();
+    detail::add_open(state_);
+  } catch (...) {
+    stop_readers_and_give_up();
+    throw;
   }
   log(log_level::debug, "receiver '{}' started on {} device(s), {} ring each, overflow policy {}", state_->name,
       state_->streams.size(), detail::describe_bytes(capacity), detail::policy_name(state_->options.overflow));
