@@ -36,6 +36,18 @@ std::string cut_text(const recording_reader& file) {
                      file.cut_short_at());
 }
 
+// A name as the summary prints it: control bytes as \xNN, so a recording from elsewhere cannot break
+// the table's lines or send the terminal escape sequences.
+std::string printable(std::string_view name) {
+  std::string out;
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
+    else out += c;
+  }
+  return out;
+}
+
 std::string_view kind_name(point_kind k) {
   switch (k) {
     case point_kind::tap: return "tap";
@@ -81,18 +93,18 @@ int summary(recording_reader& file) {
     ++p.records, p.bytes += e.bytes;
     ++by_device[e.device].records, by_device[e.device].bytes += e.bytes;
   });
-  fmt::print("recording {}: receiver '{}', {} device(s), timestamps {}\n", file.path(), file.receiver_name(),
+  fmt::print("recording {}: receiver '{}', {} device(s), timestamps {}\n", printable(file.path()), printable(file.receiver_name()),
              file.devices().size(), file.timestamps() ? "on" : "off");
   if (first <= last)
     fmt::print("time span: {:.3f} ms (from {:.3f} ms after the receiver opened)\n", (last - first) / 1e6,
                (static_cast<double>(first) - static_cast<double>(file.origin_ns())) / 1e6);
   fmt::print("\n{:<24} {:>14} {:>16} {:>14}\n", "device", "records", "payload bytes", "printed lines");
   for (std::size_t d = 0; d < by_device.size(); ++d)
-    fmt::print("{:<24} {:>14} {:>16} {:>14}\n", file.devices()[d].name, by_device[d].records, by_device[d].bytes, lines[d]);
+    fmt::print("{:<24} {:>14} {:>16} {:>14}\n", printable(file.devices()[d].name), by_device[d].records, by_device[d].bytes, lines[d]);
   fmt::print("\n{:<24} {:<6} {:>14} {:>16}\n", "point", "kind", "records", "payload bytes");
   for (const auto& [key, c] : by_point) {
     const auto* p = key.first ? nullptr : file.point(key.second);
-    fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? p->name : devtap::detail::unknown_id_text(key.second),
+    fmt::print("{:<24} {:<6} {:>14} {:>16}\n", p != nullptr ? printable(p->name) : devtap::detail::unknown_id_text(key.second),
                p != nullptr ? kind_name(p->kind) : "-", c.records, c.bytes);
   }
   fmt::print("\nmarkers:");

@@ -4,6 +4,7 @@
 #include <devtap/receiver/reader.hpp>
 #include <devtap/replay.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <string>
@@ -22,7 +23,11 @@ DEVTAP_FUNC std::vector<std::uint32_t> replay::find(std::string_view name, std::
   for (const auto& p : file_->points()) {
     if (p.name == name) {
       (p.kind == detail::point_kind::call ? calls : others) = true;
-      if (p.fingerprint == fingerprint && p.kind != detail::point_kind::call) ids.push_back(p.id);
+      // A scope consumer got live what was tapped on its own point and every scope record (one id):
+      // its replay gets both.
+      if (p.fingerprint == fingerprint && p.kind != detail::point_kind::call)
+        for (const std::uint32_t id : {p.id, p.kind == detail::point_kind::scope ? detail::scope_record_id : p.id})
+          if (std::ranges::find(ids, id) == ids.end()) ids.push_back(id);
       types += (types.empty() ? "" : ", ") + std::to_string(p.fingerprint);
     }
     known += (known.empty() ? "" : ", ") + ("'" + p.name + "'");

@@ -47,6 +47,34 @@
 
 using namespace std::chrono_literals;
 
+// A reader thread that cannot start (EAGAIN: a thread or pid limit): pthread_create, replaced in
+// this executable, fails its `threads_until_failure`-th call from now (-1: never). Not where a
+// sanitizer's runtime intercepts pthread_create itself: its threads must start through it.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DEVTAP_TEST_RUNTIME_STARTS_THREADS 1
+#elif defined(__clang__) && defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define DEVTAP_TEST_RUNTIME_STARTS_THREADS 1
+#endif
+#endif
+#if !defined(DEVTAP_TEST_RUNTIME_STARTS_THREADS)
+#include <dlfcn.h>
+#include <pthread.h>
+namespace {
+std::atomic<int> threads_until_failure{-1};
+}
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
+  using create_fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const auto real = reinterpret_cast<create_fn>(::dlsym(RTLD_NEXT, "pthread_create"));
+  for (int left = threads_until_failure.load(); left >= 0;)
+    if (threads_until_failure.compare_exchange_weak(left, left - 1)) {
+      if (left == 0) return EAGAIN;
+      break;
+    }
+  return real(thread, attr, start, arg);
+}
+#endif
+
 // A damaged file must never make the reader allocate what the file cannot hold: any single
 // allocation above 1 GiB (the guard's default) fails here with std::bad_alloc, which the
 // damaged-file test reports as a failure, instead of touching gigabytes. Where a sanitizer's
@@ -1749,4 +1777,124 @@ TEST_CASE("replay: scope_names() gives the names a kernel's scope ids were given
   }
   devtap::replay rp(file.path);
   CHECK(rp.scope_names() == std::map<std::uint32_t, std::string>{{7, "solve again"}, {9, "io"}});
+}
+
+// The files were started (emptied, a header written) before the reader threads: when the second
+// reader could not start, the constructor threw with an earlier trace replaced by an empty one that
+// said every device's reader was stuck, and a recording it had made left behind.
+TEST_CASE("trace_file and record_file: a receiver whose reader thread cannot start leaves them as they were",
+          "[files]") {
+#if defined(DEVTAP_TEST_RUNTIME_STARTS_THREADS)
+  SUCCEED("not under a sanitizer: its runtime starts the threads, pthread_create is not replaced");
+#else
+  devtap::cpu_client cpus(2);
+  temp_file old_trace("thread-kept.json"), new_record("thread-new.devtap");
+  write_all(old_trace.path, "an earlier trace");
+  for (const int failing : {0, 1}) {  // the first reader, or the second once the first runs
+    threads_until_failure = failing;
+    try {
+      devtap::receiver rx({.devices = all(cpus), .trace_file = old_trace.path, .record_file = new_record.path});
+      FAIL("the receiver opened although a reader thread could not start");
+    } catch (const devtap::outfeed_error& e) {
+      CHECK(std::string(e.what()).find("could not start its readers") != std::string::npos);
+    }
+    threads_until_failure = -1;
+    CHECK(read_all(old_trace.path) == "an earlier trace");
+    CHECK_FALSE(std::filesystem::exists(new_record.path));
+  }
+  // Nothing stayed attached: the same devices and files open, and the files get this run.
+  {
+    devtap::receiver rx({.devices = all(cpus), .trace_file = old_trace.path, .record_file = new_record.path});
+    std::atomic<int> got{0};
+    auto point = rx.attach<int>([&](const int&) { ++got; }, "values");
+    for (auto* dev : cpus.cpu_devices()) dev->run([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+    rx.close();
+    CHECK(got == 2);
+  }
+  CHECK(nlohmann::json::parse(read_all(old_trace.path)).contains("traceEvents"));
+  devtap::replay rp(new_record.path);
+  CHECK(rp.devices().size() == 2);
+#endif
+}
+
+// A scope consumer attached under a name got every scope record live; replayed under that name it
+// got none (the records are kept under the built-in scope point, which the name did not lead to).
+TEST_CASE("replay: a scope consumer attached live under a name gets its scope records under that name") {
+  temp_file file("named-scopes.devtap");
+  devtap::cpu_client cpus(1);
+  int live = 0;
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto phases = rx.attach<devtap::scope_event>([&](const devtap::scope_event&) { ++live; }, "phases");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 3; ++i) auto s = ctx.scope("step");
+      ctx.tap(phases, devtap::scope_event{42, devtap::scope_phase::begin, {}});  // on its own point: it alone gets it
+    });
+    rx.close();
+  }
+  REQUIRE(live == 7);
+  for (const auto& [name, each] : {std::pair{"phases", 7}, std::pair{"scope", 6}}) {
+    devtap::replay rp(file.path);
+    int again = 0;
+    rp.attach<devtap::scope_event>(name, [&](const devtap::scope_event&) { ++again; });
+    rp.attach<devtap::scope_event>(name, [&](const devtap::scope_event&) { ++again; });  // (a second one: each gets them)
+    CHECK(rp.run().delivered == 2 * static_cast<std::uint64_t>(each));
+    CHECK(again == 2 * each);
+  }
+}
+
+// A tap forged onto a handler's id (its call flag cleared): the writer kept it under the handler's
+// point, which the reader looks up by the tap's id and does not find: the whole file was refused.
+TEST_CASE("replay: a tap on a handler's id is unknown in the recording, which still reads back whole") {
+  devtap_test::quiet_log quiet;
+  for (const bool stamps : {false, true}) {
+    INFO("timestamps " << stamps);
+    temp_file file("tap-on-handler.devtap");
+    devtap::cpu_client cpus(1);
+    int live = 0;
+    {
+      devtap::receiver rx({.devices = all(cpus), .timestamps = stamps, .record_file = file.path});
+      auto values = rx.attach<int>([&](const int&) { ++live; }, "values");
+      auto ask = rx.serve<int, int>([](const int& q) { return q; }, "ask");
+      const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+      out.tap(values, 1);
+      out.tap(devtap::tap_point<int>{ask.id & ~devtap::detail::call_id_flag, ask.fingerprint, ask.receiver}, 5);
+      out.tap(values, 2);
+      CHECK_THROWS_WITH(rx.close(), Catch::Contains("[cpu:0] ask: 1 record(s) that do not match the consumer's type skipped"));
+      CHECK(rx.stats().total().type_mismatches == 1);
+    }
+    CHECK(live == 2);
+    devtap::replay rp(file.path);
+    int again = 0;
+    rp.attach<int>("values", [&](const int&) { ++again; });
+    CHECK(rp.run().records == 3);
+    CHECK(again == 2);
+  }
+}
+
+TEST_CASE("replay: a path with a NUL byte is refused (the system would open the shorter path); the file takes no standard stream's place") {
+  temp_file file("nul.devtap");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "values");
+    rx.outfeed(*cpus.cpu_devices()[0]).tap(point, 1);
+    rx.close();
+  }
+  CHECK_THROWS_WITH(devtap::replay(file.path + std::string("\0.other", 7)), Catch::Contains("holds a NUL byte (at "));
+  // stdin closed: the recording must not become fd 0 (stdout's place, closed, is the same case:
+  // /dev/stdout would then be the recording, opened for reading).
+  const int saved = ::dup(STDIN_FILENO);
+  REQUIRE(saved >= 0);
+  ::close(STDIN_FILENO);
+  {
+    devtap::replay rp(file.path);
+    CHECK(::fcntl(STDIN_FILENO, F_GETFD) == -1);
+    int got = 0;
+    rp.attach<int>("values", [&](const int&) { ++got; });
+    rp.run();
+    CHECK(got == 1);
+  }
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
 }

@@ -1243,6 +1243,30 @@ TEST_CASE("hostile cli: bad usage is 2; a missing recording or an unwritable out
   CHECK(run_tool("trace " + record.path + " " + std::filesystem::temp_directory_path().string()) == 1);
 }
 
+// Names went to the terminal raw: a line break split the summary's table, an escape sequence in a
+// recording from elsewhere reached the terminal.
+TEST_CASE("hostile cli: the summary prints names' control bytes as \\xNN", "[cli]") {
+  watchdog dog("hostile cli: control bytes", 60s);
+  if (!std::filesystem::exists(tool_path())) {
+    WARN("no " << tool_path() << ": skipped");
+    return;
+  }
+  temp_file record("hostile-cli-names.devtap");
+  {
+    devtap::cpu_client cpus(1);
+    devtap::receiver rx({.devices = all(cpus), .name = "two\nlines", .record_file = record.path});
+    auto v = rx.attach<int>([](const int&) {}, "red\x1b[31m\x7f");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) { ctx.tap(v, 1); });
+    rx.close();
+  }
+  std::string text;
+  REQUIRE(run_tool("summary " + record.path, &text) == 0);
+  CHECK(text.find("receiver 'two\\x0alines'") != std::string::npos);
+  CHECK(text.find("red\\x1b[31m\\x7f") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x7f') == std::string::npos);
+}
+
 TEST_CASE("hostile cli: trace with the output path equal to the input does not destroy the recording",
           "[cli]") {
   // timeline.md: exit status 1 for an output that is the recording itself (writing it would

@@ -279,13 +279,13 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
 
 DEVTAP_FUNC void device_reader::to_sinks(std::uint32_t id, const consumer_entry* entry, const record_ref& rec,
                                          record_stamp stamp, const std::byte* payload, std::size_t payload_bytes) {
-  static const point_description scope_description{scope_record_id, point_kind::scope, type_fingerprint_v<scope_event>,
-                                                   "scope"};
+  static const point_description scope_description{scope_record_id, point_kind::scope, type_fingerprint_v<scope_event>, "scope"};
   if (!stamp.stamped) stamp.time_ns = stamp_now_ns();  // sinks place an unstamped record at its arrival
   sink_time_ns_ = stamp.time_ns;
   const point_description* point = nullptr;
   if (id == scope_record_id) point = &scope_description;
-  else if (entry != nullptr) point = &points_[(id & ~call_id_flag) - 1];
+  else if (entry != nullptr && points_[(id & ~call_id_flag) - 1].id == id)  // (a tap on a handler's id: unknown to the files)
+    point = &points_[(id & ~call_id_flag) - 1];
   const std::uint64_t dropped =
       std::atomic_ref<std::uint64_t>(stream_.ring->host.consumer->dropped_records).load(std::memory_order_relaxed);
   const sink_record r{stream_.index, id, rec.header->fingerprint, stamp, payload, payload_bytes, dropped};
@@ -351,8 +351,8 @@ DEVTAP_FUNC void device_reader::count_lost() {
   end_answers();
   stream_.lost_at_close.fetch_add(lost, std::memory_order_relaxed);  // (a merged consumer counts what it held)
   if (lost != 0) {
-    log(log_level::error, "receiver '{}': {} record(s) left on {} after close() gave up on it were not delivered",
-        state_.name, lost, stream_.device_name);
+    log(log_level::error, "receiver '{}': {} record(s) left on {} {} were not delivered", state_.name, lost, stream_.device_name,
+        state_.open_failed.load(std::memory_order_relaxed) ? "when the receiver failed to open" : "after close() gave up on it");
     state_.mark(stream_, marker_kind::lost, lost, "records left in the ring when close() gave up on the device");
   }
   state_.end_sinks(stream_);  // (`reader_exited` follows as the thread leaves run(): receiver_impl.hpp)

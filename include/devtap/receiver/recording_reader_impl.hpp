@@ -54,8 +54,16 @@ struct word_reader {
 };
 
 DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::move(path)) {
+  if (const auto nul = path_.find('\0'); nul != std::string::npos)  // open() would read a shorter path
+    throw std::runtime_error("devtap: cannot open recording '" + path_.substr(0, nul) + "\\0...': the path holds a NUL byte (at " +
+                             std::to_string(nul) + ")");
   // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer forever.
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0 && fd <= STDERR_FILENO) {  // a closed stdout's place: what the program opens as stdout must not be this
+    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    ::close(fd);
+    fd = moved;
+  }
   if (fd < 0) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
   struct ::stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || (file_ = ::fdopen(fd, "rb")) == nullptr) {
