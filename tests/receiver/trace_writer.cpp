@@ -446,6 +446,38 @@ TEST_CASE("a trace written into a pipe whose reader left is an error reported by
   CHECK_THAT(error, Catch::Contains(std::strerror(EPIPE)));
 }
 
+TEST_CASE("a FIFO or pipe takes one sink of this process at a time: a second is refused, not interleaved") {
+  // Before, trace_file and record_file naming one FIFO were both accepted, and their bytes
+  // interleaved in the pipe: neither could be read.
+  const temp_file fifo("trace-fifo-twice");
+  REQUIRE(::mkfifo(fifo.path.c_str(), 0600) == 0);
+  const int reader = ::open(fifo.path.c_str(), O_RDONLY | O_NONBLOCK);  // (a writer needs a reader to open)
+  REQUIRE(reader >= 0);
+  devtap::cpu_client cpus(1);
+  const auto refused = Catch::Contains("'" + fifo.path + "' is a pipe, FIFO or socket that another sink of this process writes");
+  CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .trace_file = fifo.path, .record_file = fifo.path}),
+                    Catch::Contains("record_file") && refused);
+  {
+    devtap::receiver first({.devices = all(cpus), .trace_file = fifo.path});
+    CHECK_THROWS_WITH(devtap::receiver({.devices = all(cpus), .record_file = fifo.path}), refused);
+    first.close();
+  }
+  // Let go at close() (and by the refused ones): the FIFO takes a sink again. (Each trace is
+  // smaller than the pipe's buffer: read once its writer is done.)
+  const auto drain = [&] {
+    std::string drained;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(reader, buffer, sizeof buffer)) > 0;) drained.append(buffer, static_cast<std::size_t>(n));
+    return drained;
+  };
+  CHECK(nlohmann::json::parse(drain())["traceEvents"].is_array());  // the first one's
+  const std::string error = run_receiver(cpus, {.trace_file = fifo.path});
+  const std::string drained = drain();
+  ::close(reader);
+  CHECK(error.empty());
+  CHECK(events_of(nlohmann::json::parse(drained)["traceEvents"], "tap").size() == 100);
+}
+
 TEST_CASE("a trace or record path with a NUL byte is refused, not cut short") {
   const temp_file file("trace-nul");
   devtap::cpu_client cpus(1);

@@ -32,9 +32,10 @@ struct sink_descriptor {
   bool regular = false;   // a regular file: writes never block, never raise SIGPIPE
   bool own_file = false;  // a regular file opened here: locked, and emptied at start
   int standard = -1;      // STDOUT_FILENO or STDERR_FILENO where it is what that stream writes to (else -1)
-  bool adopted = false;   // stdout's or stderr's regular file, written through that stream's open file: registered below
+  bool adopted = false;   // stdout's or stderr's regular file, written through that stream's open file
   bool shared_socket = false;  // stdout's or stderr's socket (no path reopens one): its flags are not ours to change
-  std::pair<dev_t, ino_t> identity{};  // of an adopted file
+  bool registered = false;  // identity is in unlocked_sink_files(): no flock refuses its second writer
+  std::pair<dev_t, ino_t> identity{};  // of a registered file
   std::string made;  // the file the open made (through a link: its target), removed if never started
   std::FILE* stream = nullptr;  // on fd
   bool from_first_byte = false;  // read from its first byte (a recording): see start_problem()
@@ -53,19 +54,29 @@ inline std::string start_problem(const sink_descriptor& d, const std::string& pa
          "): a recording must begin at the file's first byte";
 }
 
-/** The regular files this process's sinks write through stdout or stderr, one sink each (an flock
- *  cannot tell two writers of one open file apart, and would outlive a crash in the shell's). Never
- *  destroyed (sinks close at exit). */
-inline std::pair<std::mutex, std::set<std::pair<dev_t, ino_t>>>& adopted_standard_files() {
+/** The files this process's sinks write that no flock guards, one sink each: the regular files
+ *  written through stdout or stderr (an flock cannot tell two writers of one open file apart, and
+ *  would outlive a crash in the shell's), and pipes, FIFOs and sockets (where two writers' bytes
+ *  interleave). Never destroyed (sinks close at exit). */
+inline std::pair<std::mutex, std::set<std::pair<dev_t, ino_t>>>& unlocked_sink_files() {
   static auto* const files = new std::pair<std::mutex, std::set<std::pair<dev_t, ino_t>>>();
   return *files;
 }
 
-/** Unregisters a file adopted from stdout or stderr, once its sink is done with it. */
+/** Registers `d`'s file as written by one sink of this process; false if another already writes it. */
+inline bool register_sink_descriptor(sink_descriptor& d, const struct ::stat& info) {
+  d.identity = {info.st_dev, info.st_ino};
+  auto& [mutex, files] = unlocked_sink_files();
+  std::lock_guard lock(mutex);
+  d.registered = files.insert(d.identity).second;
+  return d.registered;
+}
+
+/** Unregisters a file of unlocked_sink_files(), once its sink is done with it. */
 inline void release_sink_descriptor(sink_descriptor& d) noexcept {
-  if (!d.adopted) return;
-  d.adopted = false;
-  auto& [mutex, files] = adopted_standard_files();
+  if (!d.registered) return;
+  d.registered = false;
+  auto& [mutex, files] = unlocked_sink_files();
   std::lock_guard lock(mutex);
   files.erase(d.identity);
 }
@@ -198,19 +209,18 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
     const int shared = ::fcntl(standard, F_DUPFD_CLOEXEC, 3);
     if (shared < 0) refuse(false);
     ::close(d.fd);
-    d = sink_descriptor{shared, true, false, standard, false, false, {info.st_dev, info.st_ino}, {}, nullptr, from_first_byte};
-    {
-      auto& [mutex, files] = adopted_standard_files();
-      std::lock_guard lock(mutex);
-      d.adopted = files.insert(d.identity).second;
-    }
-    if (!d.adopted) {
+    d = sink_descriptor{shared, true, false, standard, true, false, false, {}, {}, nullptr, from_first_byte};
+    if (!register_sink_descriptor(d, info)) {
       errno = EWOULDBLOCK;
       refuse(true);
     }
     if (standard == STDOUT_FILENO) std::fflush(stdout);  // what the program printed comes first (and counts below)
     if (const std::string problem = start_problem(d, path); !problem.empty()) refuse(true, problem);
   }
+  // A pipe, FIFO or socket is not locked (that is for regular files, below): one sink of this process at a time.
+  if ((S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode)) && !register_sink_descriptor(d, info))
+    refuse(true, "'" + path + "' is a pipe, FIFO or socket that another sink of this process writes (a receiver's trace "
+                              "or record file, this one's included): their bytes would interleave");
   d.own_file = d.regular && !d.adopted;
   if (d.own_file && ::flock(d.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) refuse(true);
   // Writes block again, as any file's (back-pressure from a pipe): only where this open set it.
