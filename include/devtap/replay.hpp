@@ -42,7 +42,13 @@ public:
 /** Counts of one `replay::run()`. */
 struct replay_stats {
   std::uint64_t records = 0;     ///< records in the recording (every point's)
-  std::uint64_t delivered = 0;   ///< handed to an attached consumer
+  std::uint64_t delivered = 0;   ///< handed to an attached consumer (once per consumer)
+  /** Records no consumer took live (counted in the receiver's `unknown_ids` then): skipped, even
+   *  where a point defined later has their id. */
+  std::uint64_t unknown_ids = 0;
+  /** Records of an attached point tapped with another type than its consumer's (the receiver's
+   *  `type_mismatches` live): skipped, once per consumer. */
+  std::uint64_t type_mismatches = 0;
   /** Records of an attached point and type whose bytes do not decode as it (a damaged file: a
    *  size or span count that does not fit, a bool neither 0 nor 1): skipped, not delivered. */
   std::uint64_t undecodable = 0;

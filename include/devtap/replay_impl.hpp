@@ -74,7 +74,10 @@ DEVTAP_FUNC replay_stats replay::run() {
   };
   auto hand_over = [&](attached& a, std::size_t device, const detail::record_stamp& stamp, const std::byte* payload,
                        std::size_t bytes, std::uint64_t fingerprint) {
-    if (fingerprint != a.entry->fingerprint) return;  // as live: a record of another type is skipped
+    if (fingerprint != a.entry->fingerprint) {  // as live: a record of another type is skipped
+      ++stats.type_mismatches;
+      return;
+    }
     try {
       const detail::delivery result = a.entry->deliver(device, *devices[device], stamp, payload, bytes);
       if (result == detail::delivery::delivered) ++stats.delivered;
@@ -108,7 +111,10 @@ DEVTAP_FUNC replay_stats replay::run() {
         return;
       }
       ++stats.records;
-      if (e.unknown) return;  // no consumer took it live
+      if (e.unknown) {  // no consumer took it live
+        ++stats.unknown_ids;
+        return;
+      }
       const auto found = consumers_of.find(e.id);
       if (found == consumers_of.end()) return;
       for (const std::size_t i : found->second) {

@@ -742,6 +742,10 @@ TEST_CASE("replay: records for unknown ids and of other types are recorded and s
   CHECK(stats.records == 6);
   CHECK(stats.delivered == 6);  // 3 records, 2 consumers
   CHECK(stats.markers >= 2);    // the unknown id and the mismatch, as errors
+  // Each skipped record counted, as live (there: 1 unknown id, 2 type mismatches), once per consumer
+  CHECK(stats.unknown_ids == 1);
+  CHECK(stats.type_mismatches == 2);  // the double
+  CHECK(stats.undecodable == 2);      // int's fingerprint with 8 bytes: it does not decode as an int
   CHECK(coroutine_got == std::vector<int>{1, 2, 3});
   REQUIRE(again.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {

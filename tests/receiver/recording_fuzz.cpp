@@ -193,8 +193,9 @@ void replay_file(const std::string& path, std::size_t size) {
                             ", counted " + std::to_string(result.counted) + ", markers " + std::to_string(st.markers) +
                             ", cut_short_at " + std::to_string(st.cut_short_at) + ", file " + std::to_string(size);
   if (st.delivered != result.counted) violated("replay_stats::delivered is not what the consumers were given", stats);
-  if (st.delivered + st.undecodable > st.records * result.attached)
-    violated("more deliveries and undecodable records than records x consumers", stats);
+  if (st.delivered + st.undecodable + st.type_mismatches > st.records * result.attached)
+    violated("more deliveries, undecodable and mismatched records than records x consumers", stats);
+  if (st.unknown_ids > st.records) violated("more unknown ids than records", stats);
   if (result.n_values > st.records) violated("a consumer got more records than the recording has", stats);
   // The consumers of "n" take the same records (8 bytes of its fingerprint), whatever their form.
   if (coroutine_attached != n_attached) violated("one consumer of \"n\" attached, another not");
