@@ -1,5 +1,6 @@
 // The cpu backend: devices that run work on their own threads.
 #include "test_backends.hpp"
+#include "../thread_failure.hpp"
 
 #include <devtap/backend/cpu.hpp>
 #include <devtap/errors.hpp>
@@ -12,6 +13,8 @@
 #include <memory>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -52,6 +55,22 @@ TEST_CASE("cpu client: devices, names, platform", "[cpu]") {
   CHECK_THROWS_AS(cpu_client(0), devtap::backend_error);
   CHECK_THROWS_WITH(cpu_client(0), "devtap::cpu_client(0): needs at least one device");
   CHECK_THROWS_WITH(cpu_client(-1), "devtap::cpu_client(-1): needs at least one device");
+}
+
+TEST_CASE("a cpu client whose device thread cannot start says which, and leaves no thread behind", "[cpu]") {
+#if defined(DEVTAP_TEST_RUNTIME_STARTS_THREADS)
+  SUCCEED("not under a sanitizer: its runtime starts the threads, pthread_create is not replaced");
+#else
+  // Before, a bare std::system_error ("Resource temporarily unavailable") without devtap's name.
+  for (const int failing : {0, 2}) {
+    threads_until_failure = failing;
+    CHECK_THROWS_WITH(cpu_client(3), "devtap::cpu_client(3): cannot start the thread of device cpu:" +
+                                          std::to_string(failing) + ": " + std::system_error(EAGAIN, std::generic_category()).what());
+    threads_until_failure = -1;
+  }
+  cpu_client c(3);  // the devices made before the failure were joined: a new client starts as usual
+  CHECK(c.cpu_devices()[2]->run([] { return 7; }) == 7);
+#endif
 }
 
 TEST_CASE("run: returns the result, with or without a context", "[cpu]") {

@@ -22,7 +22,12 @@ DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_
   if (devices < 1) throw backend_error(detail::format_message("devtap::cpu_client({}): needs at least one device", devices));
   owned_.reserve(static_cast<std::size_t>(devices));
   for (int i = 0; i < devices; ++i) {
-    owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
+    try {
+      owned_.push_back(std::make_unique<cpu_device>(i, process_.index));
+    } catch (const std::system_error& e) {  // its thread (a thread or pid limit): the devices made so far are joined
+      throw backend_error(detail::format_message("devtap::cpu_client({}): cannot start the thread of device cpu:{}: {}",
+                                                 devices, i, e.what()));
+    }
     views_.push_back(owned_.back().get());
     cpu_views_.push_back(owned_.back().get());
   }
