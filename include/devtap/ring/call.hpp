@@ -4,7 +4,7 @@
  *  answer comes back through a reply slot the receiver's ring owns (layout.hpp), never through the
  *  caller's stack: a caller that gives up leaves nothing behind that the host could write into.
  *
- *   caller:  try_take_reply_slot (a free bit of reply_slots_taken, CAS)
+ *   caller:  try_take_reply_slot (a free bit of reply_slots_taken, CAS; host callers in turn: host_take_reply_slot)
  *            -> record {[tap_stamp,] call_request{slot, sequence}, request} -> commit
  *               (the stamp with timestamps, as a tap's: the id then carries stamped_id_flag)
  *            -> await the slot's `answered` == sequence (host_await_answer / device_await_answer),
@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -64,6 +65,38 @@ DEVTAP_HOST_DEVICE bool try_take_reply_slot(const ring_view& ring, std::uint32_t
     }
   }
   return false;
+}
+
+/** A host caller's reply slot, in turn; false if `closed()` became true while it waited. While
+ *  callers wait for a slot, a newcomer takes a ticket behind them (a caller that just gave its slot
+ *  back would otherwise take it again at once: one call waited 1.6 s behind 64 callers calling back
+ *  to back), and only the oldest `window` tickets try: a waiter that is not running then holds up
+ *  no slot, and none waits behind more than the callers ahead of it. Kernels take slots by
+ *  try_take_reply_slot alone (cuda/call.cuh). `waited` is called once if this call had to wait. */
+template <class Closed, class Waited>
+bool host_take_reply_slot(const ring_view& ring, std::uint32_t& slot, Closed closed, Waited waited) {
+  constexpr std::int32_t window = 8;
+  std::atomic_ref<std::uint32_t> waiters(ring.producer->slot_waiters);
+  if (waiters.load(std::memory_order_seq_cst) == 0 && try_take_reply_slot<host_atomics>(ring, slot)) return true;
+  waited();
+  waiters.fetch_add(1, std::memory_order_seq_cst);  // before the ticket: newcomers queue from now on
+  std::atomic_ref<std::uint32_t> served(ring.producer->slot_tickets_served);
+  const std::uint32_t ticket = std::atomic_ref<std::uint32_t>(ring.producer->slot_tickets_issued).fetch_add(1);
+  bool taken = false;
+  for (unsigned attempt = 0; !taken && !closed(); ++attempt) {
+    // Signed: tickets after this one may be served first (within the window), leaving it behind `served`.
+    if (static_cast<std::int32_t>(ticket - served.load(std::memory_order_relaxed)) >= window) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));  // not its turn yet
+      attempt = 0;
+    } else if (!(taken = try_take_reply_slot<host_atomics>(ring, slot))) {
+      if (attempt < 64) cpu_relax();
+      else if (attempt < 128) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  if (taken) served.fetch_add(1, std::memory_order_relaxed);
+  waiters.fetch_sub(1, std::memory_order_seq_cst);  // (a ring that closed: every waiter leaves, none is left behind)
+  return taken;
 }
 
 /** Gives a slot back once its answer was read (partner: try_take_reply_slot's acquire). */

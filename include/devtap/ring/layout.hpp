@@ -119,6 +119,10 @@ struct ring_producer_side {                // cpu: host memory; CUDA: device mem
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
   std::uint64_t big_claim = 0;  // a blocked claim above half the ring waits: the others wait behind it (produce.hpp)
   alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
+  // Host callers only (ring/call.hpp, host_take_reply_slot): the turns of those waiting for a slot.
+  std::uint32_t slot_waiters = 0;       // callers waiting for a slot: a newcomer queues behind them
+  std::uint32_t slot_tickets_issued = 0;  // the next waiter's ticket
+  std::uint32_t slot_tickets_served = 0;  // waiters that got a slot: tickets up to it + the window may try
 };
 
 struct ring_consumer_side {                   // host memory (pinned and mapped for CUDA)

@@ -239,14 +239,11 @@ call_result<Rep> host_call(const outfeed& out, const call_point<Req, Rep>& point
   if (bytes > max_record_bytes(ring.capacity)) return fail(call_errc::too_large);
 
   std::uint32_t slot = 0;
-  for (unsigned attempt = 0; !try_take_reply_slot<host_atomics>(ring, slot); ++attempt) {
-    if (attempt == 0)  // every slot is held by a call in flight: wait for one, and count that this call did
-      std::atomic_ref<std::uint64_t>(ring.consumer->reply_slot_waits).fetch_add(1, std::memory_order_relaxed);
-    if (ring_closed(ring)) return fail(call_errc::closed);
-    if (attempt < 64) cpu_relax();
-    else if (attempt < 128) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  const auto closed = [&ring] { return ring_closed(ring); };
+  const auto waited = [&ring] {  // every slot is held by a call in flight, or callers wait: this call waits, counted
+    std::atomic_ref<std::uint64_t>(ring.consumer->reply_slot_waits).fetch_add(1, std::memory_order_relaxed);
+  };
+  if (!host_take_reply_slot(ring, slot, closed, waited)) return fail(call_errc::closed);
   const std::uint32_t sequence = next_call_sequence<host_atomics>(ring, slot);
   // As host_tap's: before the claim.
   const tap_stamp stamp = stamp_bytes != 0 ? take_stamp<host_atomics>(ring, stamp_now_ns()) : tap_stamp{};
