@@ -43,12 +43,16 @@ public:
 struct replay_stats {
   std::uint64_t records = 0;     ///< records in the recording (every point's)
   std::uint64_t delivered = 0;   ///< handed to an attached consumer (once per consumer)
-  /** Records no consumer took live (counted in the receiver's `unknown_ids` then): skipped, even
-   *  where a point defined later has their id. */
+  /** Records no consumer took live (the receiver's `unknown_ids`, or for a tap on a handler's id
+   *  its `type_mismatches`): skipped, even where a point defined later has their id. Recordings of
+   *  format version 1 and 2 do not mark them: 0. */
   std::uint64_t unknown_ids = 0;
-  /** Records of an attached point tapped with another type than its consumer's (the receiver's
-   *  `type_mismatches` live): skipped, once per consumer. */
+  /** Records of an attached point tapped with another type than its consumer's: skipped, once per
+   *  consumer (live, one of the receiver's `type_mismatches` per record). */
   std::uint64_t type_mismatches = 0;
+  /** Records for a coroutine consumer that had already returned: skipped, once per consumer (the
+   *  receiver's `ignored`). */
+  std::uint64_t ignored = 0;
   /** Records of an attached point and type whose bytes do not decode as it (a damaged file: a
    *  size or span count that does not fit, a bool neither 0 nor 1): skipped, not delivered. */
   std::uint64_t undecodable = 0;

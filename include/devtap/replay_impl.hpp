@@ -82,6 +82,7 @@ DEVTAP_FUNC replay_stats replay::run() {
       const detail::delivery result = a.entry->deliver(device, *devices[device], stamp, payload, bytes);
       if (result == detail::delivery::delivered) ++stats.delivered;
       if (result == detail::delivery::mismatch) ++stats.undecodable;
+      if (result == detail::delivery::returned_before) ++stats.ignored;
     } catch (...) {
       keep_failure(device, a.entry->name);
     }

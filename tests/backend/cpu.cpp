@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -62,13 +64,18 @@ TEST_CASE("a cpu client whose device thread cannot start says which, and leaves 
   SUCCEED("not under a sanitizer: its runtime starts the threads, pthread_create is not replaced");
 #else
   // Before, a bare std::system_error ("Resource temporarily unavailable") without devtap's name.
+  const auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator());
+  };
+  const auto before = threads();
   for (const int failing : {0, 2}) {
     threads_until_failure = failing;
     CHECK_THROWS_WITH(cpu_client(3), "devtap::cpu_client(3): cannot start the thread of device cpu:" +
                                           std::to_string(failing) + ": " + std::system_error(EAGAIN, std::generic_category()).what());
     threads_until_failure = -1;
+    CHECK(threads() == before);  // the devices made before the failure were joined
   }
-  cpu_client c(3);  // the devices made before the failure were joined: a new client starts as usual
+  cpu_client c(3);  // a new client starts as usual
   CHECK(c.cpu_devices()[2]->run([] { return 7; }) == 7);
 #endif
 }

@@ -716,16 +716,43 @@ TEST_CASE("replay: records for unknown ids and of other types are recorded and s
   CHECK(stats.records == 6);
   CHECK(stats.delivered == 6);  // 3 records, 2 consumers
   CHECK(stats.markers >= 2);    // the unknown id and the mismatch, as errors
-  // Each skipped record counted, as live (there: 1 unknown id, 2 type mismatches), once per consumer
+  // Each skipped record counted under why (live: 1 unknown id; the double and the 8-byte int, 2
+  // type mismatches, once per record); the last two once per consumer, as `delivered`.
   CHECK(stats.unknown_ids == 1);
-  CHECK(stats.type_mismatches == 2);  // the double
+  CHECK(stats.type_mismatches == 2);  // the double, for each consumer
   CHECK(stats.undecodable == 2);      // int's fingerprint with 8 bytes: it does not decode as an int
+  CHECK(stats.ignored == 0);
   CHECK(coroutine_got == std::vector<int>{1, 2, 3});
   REQUIRE(again.size() == 3);
   for (std::size_t i = 0; i < 3; ++i) {
     CHECK(again[i].value == live[i].value);
     CHECK(again[i].sequence == live[i].sequence);  // every record of the stream counts, skipped ones too
   }
+}
+
+TEST_CASE("replay: records for a coroutine consumer that has returned are counted as ignored, as live") {
+  temp_file file("ignored");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .record_file = file.path});
+    auto point = rx.attach<int>([](const int&) {}, "values");
+    cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 5; ++i) ctx.tap(point, i);
+    });
+    rx.close();
+  }
+  devtap::replay rp(file.path);
+  std::vector<int> got;
+  rp.attach<int>("values", [&](devtap::inbox<int> in) -> devtap::consumer<int> {
+    for (int n = 0; n < 2; ++n)
+      if (auto v = co_await in.next()) got.push_back(*v);
+  });
+  const devtap::replay_stats stats = rp.run();
+  CHECK(got == std::vector<int>{0, 1});
+  CHECK(stats.records == 5);
+  CHECK(stats.delivered == 2);
+  CHECK(stats.ignored == 3);  // before, in no counter
+  CHECK(stats.unknown_ids + stats.type_mismatches + stats.undecodable == 0);
 }
 
 TEST_CASE("record_file: a path that cannot be opened is refused up front; a full disk is reported by close()") {

@@ -309,9 +309,9 @@ protected:
   }
   int close_file() noexcept {
     const sigpipe_held quiet(!opened_.regular);  // (fclose writes what stdio still holds)
-    release_sink_descriptor(opened_);
     const int result = std::fclose(file_);
     file_ = nullptr;
+    release_sink_descriptor(opened_);  // after the last write: only then may another sink take the file
     return result;
   }
   std::vector<std::unique_ptr<track>> tracks_;

@@ -21,7 +21,7 @@ struct device_stats {
   std::uint64_t consumer_errors = 0;  ///< records a consumer threw on, and later ones it then missed
   std::uint64_t ignored = 0;          ///< records for a consumer coroutine that had already returned, and scopes no consumer takes
   std::uint64_t lost_at_close = 0;    ///< records in the ring when close() gave up on the device (timeout)
-  std::uint64_t call_slot_waits = 0;  ///< calls that found every reply slot of the device in use and waited for one
+  std::uint64_t call_slot_waits = 0;  ///< calls that found every reply slot of the device in use (or callers waiting for one) and waited
   /** With timestamps: how far a stamp's time may be from the host's steady clock (a GPU's clock is
    *  calibrated at open; 0 for cpu devices; UINT64_MAX when the calibration failed). */
   std::uint64_t clock_error_ns = 0;
