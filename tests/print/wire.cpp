@@ -3,14 +3,20 @@
 // comes, and records that are not prints. detail::print_send is what a kernel's print calls; these
 // formats are never printed through devtap::print here, so the host has not registered them.
 #include <devtap/print_host.hpp>
+#include <devtap/receiver/recording.hpp>
+
+#include "../temp_file.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -59,6 +65,32 @@ TEST_CASE("id-only records that overtake their definition wait for it, and keep 
   f.rx.close();
   CHECK(f.lines == std::vector<std::string>{"overtaken 1", "other a", "overtaken 2", "overtaken 3", "overtaken 4"});
   CHECK(f.ch.stats().unknown_formats == 0);
+}
+
+TEST_CASE("a line that waited for its definition is on the timeline at its own record's time") {
+  // Before, at the time of the record that carried the definition: drawn late in the trace and the recording.
+  const devtap_test::temp_file file("print-held-time.devtap");
+  devtap::cpu_client cpus(1);
+  {
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = 1 << 16, .timestamps = true, .record_file = file.path});
+    auto ch = devtap::attach_print(rx, {.sink = [](std::string_view) {}});
+    devtap::printer out = ch.on(rx.outfeed(*cpus.cpu_devices()[0]));
+    using sig = print_signature<"held until defined {}", int>;
+    print_send<sig, false>(out, 1);  // overtook its definition
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    print_send<sig, true>(out, 2);  // carries it
+    rx.close();
+  }
+  std::vector<std::uint64_t> record_times, line_times;
+  std::vector<std::string> texts;
+  recording_reader(file.path).for_each([&](const recorded_entry& e) {
+    if (e.is_line) line_times.push_back(e.stamp.time_ns), texts.emplace_back(e.text);
+    else if (!e.is_marker) record_times.push_back(e.stamp.time_ns);
+  });
+  REQUIRE(record_times.size() == 2);
+  REQUIRE(record_times[0] < record_times[1]);
+  CHECK(texts == std::vector<std::string>{"held until defined 1", "held until defined 2"});
+  CHECK(line_times == record_times);
 }
 
 TEST_CASE("a definition that never comes: those lines are reported at the end of the stream, none lost") {

@@ -76,7 +76,7 @@ public:
     const print_record_view r = parse_print_record(bytes.data(), bytes.size());
     if (r.has_definition) learn_definition(r);
     if (pending_.empty() && format(dev, r)) return;
-    pending_.emplace_back(bytes.begin(), bytes.end());
+    pending_.push_back({time_ns, std::vector<std::byte>(bytes.begin(), bytes.end())});
     pending_bytes_ += bytes.size();
     try {
       drain(dev, false);
@@ -133,7 +133,8 @@ private:
 
   void drain(const device& dev, bool at_end) {
     while (!pending_.empty()) {
-      const std::vector<std::byte>& front = pending_.front();
+      const std::vector<std::byte>& front = pending_.front().bytes;
+      time_ns_ = pending_.front().time_ns;  // its own time on the timeline, not the record's that released it
       const bool over = pending_.size() > print_max_pending_records || pending_bytes_ > print_max_pending_bytes;
       if (!format(dev, parse_print_record(front.data(), front.size()))) {
         if (!at_end && !over) return;
@@ -348,7 +349,11 @@ private:
   std::unordered_map<std::uint64_t, const print_format_def*> cache_;
   std::uint64_t last_id_ = 0;  // 0 is never an id
   const print_format_def* last_def_ = nullptr;
-  std::deque<std::vector<std::byte>> pending_;
+  struct held_record {  // waiting for its format's definition
+    std::uint64_t time_ns;
+    std::vector<std::byte> bytes;
+  };
+  std::deque<held_record> pending_;
   std::size_t pending_bytes_ = 0;
   std::uint64_t time_ns_ = 0;  // the time of the record being formatted (for the trace)
 };
