@@ -308,11 +308,17 @@ protected:
     return error_;
   }
   int close_file() noexcept {
-    const sigpipe_held quiet(!opened_.regular);  // (fclose writes what stdio still holds)
+    const sigpipe_held quiet(!opened_.regular);  // (fflush writes what stdio still holds)
+    // Let go between the last write and the close: before it, another sink could write in between;
+    // after it, the file may be gone and its inode another file's by then, refused as taken.
+    const bool flushed = std::fflush(file_) == 0;
+    const int error = errno;
+    release_sink_descriptor(opened_);
     const int result = std::fclose(file_);
     file_ = nullptr;
-    release_sink_descriptor(opened_);  // after the last write: only then may another sink take the file
-    return result;
+    if (flushed) return result;
+    errno = error;  // the write's, for the message (and sigpipe_held)
+    return EOF;
   }
   std::vector<std::unique_ptr<track>> tracks_;
   std::mutex file_mutex_;  // close() waits for it until a deadline (lock_for_close): not on a pipe nobody reads
