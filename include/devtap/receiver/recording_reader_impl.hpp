@@ -2,6 +2,7 @@
 // The definitions of the recording's reader (declared in recording.hpp): included by that header
 // when header-only, compiled once into the library in compiled mode (see config.hpp).
 #include <devtap/receiver/recording.hpp>
+#include <devtap/receiver/sink_open.hpp>
 #include <devtap/tap/call_point.hpp>
 #include <devtap/tap/tap_info.hpp>
 
@@ -58,12 +59,7 @@ DEVTAP_FUNC recording_reader::recording_reader(std::string path) : path_(std::mo
     throw std::runtime_error("devtap: cannot open recording '" + path_.substr(0, nul) + "\\0...': the path holds a NUL byte (at " +
                              std::to_string(nul) + ")");
   // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer forever.
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd >= 0 && fd <= STDERR_FILENO) {  // a closed stdout's place: what the program opens as stdout must not be this
-    const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    ::close(fd);
-    fd = moved;
-  }
+  const int fd = off_standard_streams(::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd < 0) throw std::runtime_error("devtap: cannot open recording '" + path_ + "': " + std::strerror(errno));
   struct ::stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || (file_ = ::fdopen(fd, "rb")) == nullptr) {

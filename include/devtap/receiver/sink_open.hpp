@@ -125,6 +125,19 @@ private:
   sigset_t previous_{};
 };
 
+/** `fd` itself, or where it is 0, 1 or 2 (the place of a closed stdin, stdout or stderr, which
+ *  the program's own reads or output would reach) a copy at 3 or above, the original closed.
+ *  -1 with errno set where no descriptor is free (fd closed then too). Sinks and the recording's
+ *  reader both open through it. */
+inline int off_standard_streams(int fd) noexcept {
+  if (fd < 0 || fd > STDERR_FILENO) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  const int error = errno;
+  ::close(fd);
+  errno = error;
+  return moved;
+}
+
 /** Why `path` could not be opened for writing (errno `error`), with what the system's words mean
  *  where it is this process's stdout or stderr, or a FIFO. */
 inline std::string open_problem(const std::string& path, int error, int standard) {
@@ -175,14 +188,10 @@ inline sink_descriptor open_sink_descriptor(const std::string& path, const std::
     errno = error;  // (else a FIFO without a reader: refused below)
   }
   if (d.fd < 0) throw std::invalid_argument(where + open_problem(path, errno, d.standard));
-  if (d.fd <= STDERR_FILENO) {  // stdout or stderr was closed: the program's output must not reach this file
-    const int moved = ::fcntl(d.fd, F_DUPFD_CLOEXEC, 3);
-    ::close(d.fd);
-    if ((d.fd = moved) < 0) {
-      const int error = errno;
-      if (!d.made.empty()) ::unlink(d.made.c_str());
-      throw std::invalid_argument(where + open_problem(path, error, d.standard));
-    }
+  if ((d.fd = off_standard_streams(d.fd)) < 0) {  // no descriptor above 2 is free
+    const int error = errno;
+    if (!d.made.empty()) ::unlink(d.made.c_str());
+    throw std::invalid_argument(where + open_problem(path, error, d.standard));
   }
   const auto refuse = [&](bool locked_by_another, std::string why = {}) {
     const int error = errno;  // before anything else can change it
