@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <future>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -57,6 +58,10 @@ TEST_CASE("cpu client: devices, names, platform", "[cpu]") {
   CHECK_THROWS_AS(cpu_client(0), devtap::backend_error);
   CHECK_THROWS_WITH(cpu_client(0), "devtap::cpu_client(0): needs at least one device");
   CHECK_THROWS_WITH(cpu_client(-1), "devtap::cpu_client(-1): needs at least one device");
+  // Before, no bound: cpu_client(INT_MAX) reserved 16 GiB, then started threads till the system refused.
+  CHECK_THROWS_WITH(cpu_client(1025), "devtap::cpu_client(1025): at most 1024 devices (one thread each)");
+  CHECK_THROWS_AS(cpu_client(std::numeric_limits<int>::max()), devtap::backend_error);
+  CHECK(cpu_client(1024).device_count() == 1024);
 }
 
 TEST_CASE("a cpu client whose device thread cannot start says which, and leaves no thread behind", "[cpu]") {

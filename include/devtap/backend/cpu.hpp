@@ -164,8 +164,8 @@ Rep cpu_context::call(const call_point<Req, Rep>& point, const Req& request) con
 /** The cpu backend's client: owns its devices; destroying it drains and joins their threads. */
 class cpu_client final : public client {
 public:
-  /** `devices` host devices (at least 1) for the process described by `process`, each with its
-   *  own thread; throws backend_error when a count below 1 is given or a thread cannot start. */
+  /** `devices` host devices (1 to 1024) for the process described by `process`, each with its
+   *  own thread; throws backend_error when the count is outside that range or a thread cannot start. */
   explicit cpu_client(int devices, process_info process = current_process());
   DEVTAP_INLINE_VIRTUAL ~cpu_client() override;
 

@@ -20,6 +20,9 @@ DEVTAP_FUNC void cpu_device::after_pending_work(std::function<void()> fn) {
 
 DEVTAP_FUNC cpu_client::cpu_client(int devices, process_info process) : process_(process) {
   if (devices < 1) throw backend_error(detail::format_message("devtap::cpu_client({}): needs at least one device", devices));
+  if (devices > detail::max_cpu_devices)  // as DEVTAP_CPU_DEVICES: past it, one thread each would starve the system first
+    throw backend_error(detail::format_message("devtap::cpu_client({}): at most {} devices (one thread each)", devices,
+                                               detail::max_cpu_devices));
   owned_.reserve(static_cast<std::size_t>(devices));
   for (int i = 0; i < devices; ++i) {
     try {
