@@ -38,6 +38,9 @@ bool log_level_named(std::string_view text, log_level& out) noexcept;
 /** The threshold a `DEVTAP_LOG` value means: unset, empty or unknown mean warn. */
 log_level parse_log_level(const char* text) noexcept;
 
+/** Whether this thread runs the log sink, holding the logger's lock: every thread that logs waits for it. */
+bool& inside_log_sink() noexcept;
+
 /** The warning an unknown `DEVTAP_LOG` value deserves; empty when the value is fine (or unset). */
 std::string log_env_problem(const char* text);
 

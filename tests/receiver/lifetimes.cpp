@@ -117,6 +117,117 @@ TEST_CASE("a receiver its owner destroys while a client's destructor closes it i
 }
 
 namespace {
+// A consumer that blocks until released, then throws: its reader logs, and close() reports it.
+struct throwing_when_released {
+  std::atomic<bool> inside{false}, release{false};
+  devtap::tap_point<int> attach(devtap::receiver& rx) {
+    return rx.attach<int>([this](const int&) {
+      inside = true;
+      while (!release) std::this_thread::sleep_for(1ms);
+      throw std::runtime_error("consumer failed");
+    });
+  }
+};
+bool claimed(devtap::receiver& rx) {  // attach() is refused once a close has claimed the receiver
+  try {
+    rx.attach<int>([](const int&) {});
+    return false;
+  } catch (const std::logic_error&) {
+    return true;
+  }
+}
+}  // namespace
+
+TEST_CASE("a receiver destroyed while a client's destructor drains it returns once that close ends, no consumer after") {
+  // Before, ~receiver returned at once (the client's close had claimed it) while that close still
+  // drained it: its consumers ran on after the destructor, on what their owner had freed meanwhile.
+  devtap_test::watchdog dog(60s);
+  log_capture log;
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device& dev = *cpus->cpu_devices()[0];
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {&dev}});
+  std::atomic<bool> inside{false}, release{false}, gone{false};
+  std::atomic<int> calls{0}, after_gone{0};
+  auto point = rx->attach<int>([&](const int&) {
+    inside = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+    ++calls;
+    if (gone) ++after_gone;
+  });
+  for (int i = 0; i < 3; ++i) rx->outfeed(dev).tap(point, i);
+  REQUIRE(devtap_test::eventually([&] { return inside.load(); }, 5s));
+  std::thread client_goes([&] { cpus.reset(); });
+  REQUIRE(devtap_test::eventually([&] { return claimed(*rx); }, 5s));
+  std::thread owner_goes([&] {
+    rx.reset();
+    gone = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(gone.load());  // still waiting for the client's close, which waits for the consumer
+  release = true;
+  owner_goes.join();
+  client_goes.join();
+  CHECK(calls == 3);
+  CHECK(after_gone == 0);
+  CHECK(log.has("whose client is being destroyed"));
+}
+
+TEST_CASE("a receiver destroyed from the log sink while a client's destructor closes it does not wait for that close") {
+  // The close logs (a consumer threw), and its line waits for the sink: a destructor that waited
+  // for the close there hung both for good (review of the fix above).
+  devtap_test::watchdog dog(60s);
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device& dev = *cpus->cpu_devices()[0];
+  auto rx = std::make_unique<devtap::receiver>(devtap::receiver_options{.devices = {&dev}, .close_timeout = 5s});
+  throwing_when_released consumer;
+  const auto point = consumer.attach(*rx);
+  std::atomic<bool> destroyed{false};
+  devtap::set_log_sink([&](devtap::log_level, std::string_view text) {
+    if (text.find("TRIGGER") == std::string_view::npos) return;
+    rx.reset();  // the owner lets go of it from the sink, on another thread than the client's
+    destroyed = true;
+  });
+  rx->outfeed(dev).tap(point, 1);
+  REQUIRE(devtap_test::eventually([&] { return consumer.inside.load(); }, 5s));
+  std::thread client_goes([&] { cpus.reset(); });
+  REQUIRE(devtap_test::eventually([&] { return claimed(*rx); }, 5s));
+  std::thread sink_thread([] { devtap::log(devtap::log_level::warn, "TRIGGER"); });
+  CHECK(devtap_test::eventually([&] { return destroyed.load(); }, 5s));  // at once, not after the close
+  consumer.release = true;
+  sink_thread.join();
+  client_goes.join();
+  devtap::set_log_sink({});
+}
+
+TEST_CASE("a client destroyed from the log sink while another thread closes its receiver keeps its devices") {
+  // That close waits for its reader, whose line (the consumer threw) waits for the sink: the
+  // client's destructor waited for the close there, so the close gave up at close_timeout and the
+  // client was destroyed only then (before; now at once, keeping the devices).
+  devtap_test::watchdog dog(60s);
+  auto cpus = std::make_unique<devtap::cpu_client>(1);
+  devtap::device& dev = *cpus->cpu_devices()[0];
+  devtap::receiver rx({.devices = {&dev}, .close_timeout = 5s});
+  throwing_when_released consumer;
+  const auto point = consumer.attach(rx);
+  std::atomic<bool> destroyed{false};
+  devtap::set_log_sink([&](devtap::log_level, std::string_view text) {
+    if (text.find("TRIGGER") == std::string_view::npos) return;
+    cpus.reset();
+    destroyed = true;
+  });
+  rx.outfeed(dev).tap(point, 1);
+  REQUIRE(devtap_test::eventually([&] { return consumer.inside.load(); }, 5s));
+  std::thread closer([&] { CHECK_THROWS_AS(rx.close(), devtap::tap_error); });
+  REQUIRE(devtap_test::eventually([&] { return claimed(rx); }, 5s));
+  std::thread sink_thread([] { devtap::log(devtap::log_level::warn, "TRIGGER"); });
+  CHECK(devtap_test::eventually([&] { return destroyed.load(); }, 5s));
+  consumer.release = true;
+  sink_thread.join();
+  closer.join();
+  devtap::set_log_sink({});
+}
+
+namespace {
 std::unique_ptr<devtap::receiver> destroyed_inside;  // destroyed by code the client's destructor runs
 std::atomic<bool> warned{false}, destroyed{false};
 }  // namespace

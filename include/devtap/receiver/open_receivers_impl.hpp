@@ -18,6 +18,20 @@ DEVTAP_FUNC void detail::forget(const receiver_state& state) noexcept {
   std::erase_if(list.open, [&](const auto& open) { return open.get() == &state; });
 }
 
+DEVTAP_FUNC void detail::forget_closed(const receiver_state& state) {
+  auto& list = open_receivers();
+  std::unique_lock lock(list.mutex);
+  // Not a close that waits for this thread (its consumer or device work, or the log sink, which
+  // any close may log through), nor one abandoned at exit (on `closing` by no thread, for good).
+  // inside() only while such a close is on `closing`: its devices are all there then.
+  list.closing_done.wait(lock, [&] {
+    return inside_log_sink() || std::ranges::none_of(list.closing, [&](const auto& e) {
+             return e.state.get() == &state && e.by != std::this_thread::get_id() && e.by != std::thread::id();
+           }) || inside(state, true) != nullptr;
+  });
+  std::erase_if(list.open, [&](const auto& open) { return open.get() == &state; });
+}
+
 DEVTAP_FUNC void detail::reserve_open() {
   auto& list = open_receivers();
   std::lock_guard lock(list.mutex);
@@ -169,8 +183,9 @@ DEVTAP_FUNC bool detail::close_each_open_receiver(const device* dev) {
       for (const auto& e : list.closing) {
         if (!drains(e.state)) continue;
         // This thread handles it (a log line of that close, and its sink), or that close waits for
-        // this thread: the device stays. Asked under the list's lock: its devices are all there.
-        if (e.by == std::this_thread::get_id() || inside(*e.state, true) != nullptr) return false;
+        // this thread (also the log sink of another thread: any close may log): the device stays.
+        // Asked under the list's lock: its devices are all there.
+        if (e.by == std::this_thread::get_id() || inside_log_sink() || inside(*e.state, true) != nullptr) return false;
         any = true;
       }
       if (!any) return all_closed;

@@ -58,6 +58,9 @@ void close_receiver(std::shared_ptr<receiver_state> keep);
 void abandon_receiver(const std::shared_ptr<receiver_state>& state);
 /** Off the list of open receivers: the exit handler leaves it alone. */
 void forget(const receiver_state& state) noexcept;
+/** forget() of a receiver closed already, once a close still running on another thread (a
+ *  client's destructor, the exit handler) has ended: until then it drains, calling consumers. */
+void forget_closed(const receiver_state& state);
 }  // namespace detail
 
 /** Drains the rings of a set of devices into consumers attached with `attach`. At most one per device. */

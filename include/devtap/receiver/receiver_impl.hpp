@@ -106,7 +106,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
 
 DEVTAP_FUNC receiver::~receiver() {
   if (state_->closed.load(std::memory_order_acquire)) {
-    detail::forget(*state_);
+    detail::forget_closed(*state_);
     return;
   }
   if (const char* where = inside()) {  // close() would wait for this very thread: give up at once
