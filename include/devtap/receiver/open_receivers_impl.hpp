@@ -29,7 +29,8 @@ DEVTAP_FUNC void detail::forget_closed(const receiver_state& state) {
              return e.state.get() == &state && e.by != std::this_thread::get_id() && e.by != std::thread::id();
            }) || inside(state, true) != nullptr;
   });
-  std::erase_if(list.open, [&](const auto& open) { return open.get() == &state; });
+  lock.unlock();
+  forget(state);
 }
 
 DEVTAP_FUNC void detail::reserve_open() {
