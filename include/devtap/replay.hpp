@@ -163,7 +163,7 @@ private:
     const std::size_t n = devices_.size();
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
-      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::string(name), std::move(fn), one_instance ? 1 : n, n);
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::string(name), std::move(fn), one_instance, devices());
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::string(name), std::move(fn), one_instance, n);
     consumers_.push_back({std::move(ids), std::move(entry), merged});

@@ -149,6 +149,110 @@ TEST_CASE("a shared consumer is one instance fed by every device, never concurre
   CHECK(total == 40000);
 }
 
+TEST_CASE("a coroutine may take its inbox by reference: the reference stays valid while it runs") {
+  // The factory's argument was a temporary: a frame that kept `inbox&&` or `const inbox&` read it
+  // after it was gone (ASan: stack-use-after-scope).
+  devtap::cpu_client cpus(2);
+  std::vector<int> by_rvalue, by_const;
+  std::mutex mutex;
+  devtap::receiver rx({.devices = all(cpus)});
+  const auto rvalue = rx.attach<int>([&](devtap::inbox<int>&& in) -> devtap::consumer<int> {
+    while (auto v = co_await in.next()) {
+      std::lock_guard lock(mutex);
+      by_rvalue.push_back(*v);
+    }
+  });
+  const auto constant = rx.attach<int>(
+      [&](const devtap::inbox<int>& in) -> devtap::consumer<int> {
+        devtap::inbox<int> mine = in;
+        while (auto v = co_await mine.next()) by_const.push_back(*v);
+      },
+      devtap::shared);
+  for (auto* dev : cpus.cpu_devices())
+    dev->submit([&](devtap::cpu_context& ctx) {
+      for (int i = 0; i < 5; ++i) ctx.tap(rvalue, i), ctx.tap(constant, i);
+    });
+  rx.close();
+  std::ranges::sort(by_rvalue);
+  std::ranges::sort(by_const);
+  CHECK(by_rvalue == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4});
+  CHECK(by_const == by_rvalue);
+}
+
+namespace {
+devtap::consumer<int> tagged(devtap::inbox<int> in, std::string tag, std::vector<std::string>* out, std::mutex* mutex) {
+  while (co_await in.next()) {
+    std::lock_guard lock(*mutex);
+    out->push_back(tag + "/" + std::string(in.device().name()));
+  }
+}
+}  // namespace
+
+TEST_CASE("a factory may ask its inbox for its device before any value; a shared one is told why it cannot") {
+  // The device was set only with the first value: the factory dereferenced null.
+  devtap::cpu_client cpus(2);
+  std::vector<std::string> got;
+  std::mutex mutex;
+  devtap::receiver rx({.devices = all(cpus)});
+  const auto point = rx.attach<int>(
+      [&](devtap::inbox<int> in) { return tagged(in, std::string(in.device().name()), &got, &mutex); });
+  CHECK_THROWS_WITH(rx.attach<int>([&](devtap::inbox<int> in) { return tagged(in, std::string(in.device().name()), &got, &mutex); },
+                                   devtap::shared),
+                    "devtap: inbox::device() of a shared consumer before its first value: it reads every device's stream");
+  CHECK_THROWS_WITH(rx.attach<int>([&](devtap::inbox<int> in) {
+    (void)in.info();
+    return tagged(in, "", &got, &mutex);
+  }, devtap::shared),
+                    "devtap: inbox::info() of a shared consumer before its first value: it reads every device's stream");
+  for (auto* dev : cpus.cpu_devices()) dev->submit([&](devtap::cpu_context& ctx) { ctx.tap(point, 1); });
+  rx.close();
+  std::ranges::sort(got);
+  CHECK(got == std::vector<std::string>{"cpu:0/cpu:0", "cpu:1/cpu:1"});
+}
+
+namespace {
+struct flagged {
+  int x;
+  bool b;
+};
+struct flagged_raw {  // flagged's layout, with a byte where its bool is
+  int x;
+  unsigned char b;
+};
+}  // namespace
+
+TEST_CASE("a bool neither 0 nor 1 is a type mismatch for every kind of consumer, merged coroutines included") {
+  // A merged coroutine took it (its check looked at the size only), and the record was counted as
+  // a consumer error: not logged, not reported by close().
+  for (const bool coroutine : {true, false})
+    for (const bool merged : {true, false}) {
+      CAPTURE(coroutine, merged);
+      const auto log = capture_errors();
+      devtap::cpu_client cpus(1);
+      std::vector<int> got;
+      devtap::receiver rx({.devices = all(cpus), .timestamps = true});
+      const auto fn = [&](devtap::inbox<flagged> in) -> devtap::consumer<flagged> {
+        while (auto v = co_await in.next()) got.push_back(v->x);
+      };
+      const auto callable = [&](const flagged& v) { got.push_back(v.x); };
+      const devtap::tap_point<flagged> p = coroutine ? (merged ? rx.attach<flagged>(fn, devtap::merged) : rx.attach<flagged>(fn))
+                                                     : (merged ? rx.attach<flagged>(callable, devtap::merged)
+                                                               : rx.attach<flagged>(callable));
+      const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+      out.tap(p, flagged{1, true});
+      out.tap(devtap::tap_point<flagged_raw>{p.id, p.fingerprint, p.receiver}, flagged_raw{2, 7});
+      out.tap(p, flagged{3, false});
+      CHECK_THROWS_WITH(rx.close(), Catch::Matchers::Contains("1 record(s) that do not match the consumer's type skipped"));
+      devtap::set_log_sink({});
+      const auto st = rx.stats().total();
+      CHECK(got == std::vector<int>{1, 3});
+      CHECK(st.type_mismatches == 1);
+      CHECK(st.consumer_errors == 0);
+      std::lock_guard lock(log->mutex);
+      CHECK(log->lines.size() == 1);
+    }
+}
+
 TEST_CASE("other host threads tap through rx.outfeed(dev)") {
   devtap::cpu_client cpus(1);
   std::vector<int> got;

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -75,14 +77,22 @@ public:
   /** Awaitable: the next value, or `std::nullopt` once the stream has ended. */
   next_awaiter next() noexcept { return next_awaiter{box_}; }
 
-  /** The device the current value came from. */
-  const devtap::device& device() const noexcept { return *box_->source; }
+  /** The device the current value came from; before the first value, the device whose stream
+   *  this inbox reads. Throws std::logic_error for a shared consumer before its first value. */
+  const devtap::device& device() const { return source("device()"); }
 
   /** When and where the current value was tapped (receiver_options::timestamps), or, without
    *  timestamps, when it was handed over; its device and sequence number. */
-  tap_info info() const { return detail::info_of(*box_->source, box_->stamp); }
+  tap_info info() const { return detail::info_of(source("info()"), box_->stamp); }
 
 private:
+  const devtap::device& source(const char* call) const {
+    if (box_->source == nullptr)
+      throw std::logic_error(std::string("devtap: inbox::") + call +
+                             " of a shared consumer before its first value: it reads every device's stream");
+    return *box_->source;
+  }
+
   detail::mailbox<T>* box_;
 };
 

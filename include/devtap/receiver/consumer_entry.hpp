@@ -158,12 +158,17 @@ class coroutine_entry final : public consumer_entry {
   static_assert(check_consumer<T, Fn>());  // also where receiver::attach does not ask first
 
 public:
-  coroutine_entry(std::string name_, Fn factory, std::size_t instances, std::size_t devices)
+  /** One instance per device of `devices` (their order is the device index), or a single one. */
+  coroutine_entry(std::string name_, Fn factory, bool one_instance, const std::vector<const device*>& devices)
       : consumer_entry(type_fingerprint_v<T>, std::move(name_)), factory_(std::move(factory)),
-        shared_(instances == 1 && devices > 1), devices_left_(devices) {
-    for (std::size_t i = 0; i < instances; ++i) {
+        shared_(one_instance && devices.size() > 1), devices_left_(devices.size()) {
+    for (std::size_t i = 0; i < (one_instance ? 1 : devices.size()); ++i) {
       auto l = std::make_unique<instance>();
-      l->co = factory_(inbox<T>(&l->box));
+      // A factory may ask its inbox for the device at once; a shared one has none before a value.
+      l->box.source = shared_ || devices.empty() ? nullptr : devices[i];
+      // The instance's own inbox, not a temporary: a coroutine may take it by reference (`inbox<T>&&`),
+      // and its frame then refers to it for as long as it runs.
+      l->co = factory_(std::move(l->in));
       instances_.push_back(std::move(l));
     }
   }
@@ -196,7 +201,7 @@ public:
 
   bool accepts(const std::byte* payload, std::size_t size) const override {
     if constexpr (!receivable<T>) return false;
-    else if constexpr (copied_on_resume_v<T>) return size == sizeof(T);
+    else if constexpr (copied_on_resume_v<T>) return size == sizeof(T) && (!has_bools_v<T> || bools_valid(load_raw<T>(payload)));
     else return decode_value<T>(payload, size).has_value();
   }
   void describe(const std::byte* payload, std::size_t size, std::string& out) const override {
@@ -220,6 +225,7 @@ public:
 private:
   struct instance {
     mailbox<T> box;
+    inbox<T> in{&box};  // before `co`: its frame may refer to it until destroyed
     consumer<T> co;
     bool failed = false;
   };

@@ -155,10 +155,11 @@ private:
     const auto closed = [&] { return std::logic_error("devtap: attach() on receiver '" + state->name + "' after close()"); };
     if (state->closed.load(std::memory_order_acquire)) throw closed();
     const std::size_t devices = state->streams.size();
+    std::vector<const device*> by_index;  // the devices in their stream's order
+    for (const auto& stream : state->streams) by_index.push_back(stream->dev);
     std::shared_ptr<detail::consumer_entry> entry;
     if constexpr (detail::coroutine_factory<T, Fn>)
-      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::move(name), std::move(fn), one_instance ? 1 : devices,
-                                                                 devices);
+      entry = std::make_shared<detail::coroutine_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, by_index);
     else
       entry = std::make_shared<detail::callable_entry<T, Fn>>(std::move(name), std::move(fn), one_instance, devices);
     std::unique_lock lock(state->table_mutex);
@@ -186,7 +187,9 @@ private:
           [s, scope](std::size_t device, detail::delivery result) {
             if (scope) return;  // counted once, by its reader
             auto& stream = *s->streams[device];
-            (result == detail::delivery::returned_before ? stream.ignored : stream.consumer_errors)
+            (result == detail::delivery::returned_before ? stream.ignored
+             : result == detail::delivery::mismatch      ? stream.mismatches  // (accepts() took it: not expected)
+                                                         : stream.consumer_errors)
                 .fetch_add(1, std::memory_order_relaxed);
           },
           [s, scope](std::size_t device, std::uint64_t records) {
@@ -194,8 +197,6 @@ private:
             s->streams[device]->lost_at_close.fetch_add(records, std::memory_order_relaxed);
           }};
       const detail::point_kind kind = entry->kind;
-      std::vector<const device*> by_index;
-      for (const auto& stream : state->streams) by_index.push_back(stream->dev);
       // What a device's held records may take: its ring's size, at least 1 MiB (docs/timeline.md).
       const std::size_t hold_limit = std::max<std::size_t>(
           detail::ring_capacity_of(state->options.budget_bytes, state->streams.size(), state->name), std::size_t{1} << 20);

@@ -296,7 +296,9 @@ template <class T>
 bool decode_at(const std::byte* src, std::size_t size, std::size_t& pos, T& out) {
   static_assert(!std::is_const_v<T>,
                 "devtap: decoding a value with spans assigns its parts: they must not be const");
-  if constexpr (is_raw_v<T>) {
+  if constexpr (std::is_const_v<T>) {
+    return false;  // (the assertion above is the one error)
+  } else if constexpr (is_raw_v<T>) {
     const std::size_t at = align_up(pos, part_align<T>);
     if (at > size || size - at < sizeof(T)) return false;
     std::memcpy(static_cast<void*>(std::addressof(out)), src + at, sizeof(T));
