@@ -2088,3 +2088,92 @@ TEST_CASE("hostile merged: the held records' queue keeps order and bytes across 
   q.clear();
   CHECK(q.empty());
 }
+
+// "A merged consumer never takes a device for quiet while that device's reader holds a record it
+// has read for it" (timeline.md): the reader set one aside, then logged an unknown id through a
+// slow log sink before handing it in; the merge let later records of the other device go first.
+TEST_CASE("merged: a reader that logs through a slow sink hands in what it set aside first") {
+  watchdog dog("merged slow log sink", 60s);
+  devtap::set_log_sink([](devtap::log_level level, std::string_view) {
+    if (level == devtap::log_level::error) std::this_thread::sleep_for(200ms);
+  });
+  std::vector<std::pair<int, std::int64_t>> got;  // value, tap time
+  {
+    devtap::cpu_client cpus(2);
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 50ms});
+    const auto ordered = rx.attach<int>([&](const int& v, const devtap::tap_info& i) { got.emplace_back(v, ns_of(i.time)); },
+                                        devtap::merged, "ordered");
+    const auto busy = rx.attach<char>([](const char&) { std::this_thread::sleep_for(20ms); }, "busy");
+    const devtap::tap_point<int> unknown{77, ordered.fingerprint, ordered.receiver};
+    std::atomic<bool> done{false};
+    auto first = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+      std::this_thread::sleep_for(100ms);
+      ctx.tap(busy, 'z');  // its reader sits here: the two below are read in one go
+      ctx.tap(ordered, 1000000);
+      ctx.tap(unknown, 5);
+      std::this_thread::sleep_for(500ms);
+      done = true;
+    });
+    auto second = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
+      for (int i = 0; !done; ++i) ctx.tap(ordered, i), std::this_thread::sleep_for(1ms);
+    });
+    first.get();
+    second.get();
+    CHECK_THROWS_AS(rx.close(), devtap::tap_error);  // (the unknown id)
+  }
+  devtap::set_log_sink({});
+  REQUIRE(std::ranges::count(got, 1000000, &std::pair<int, std::int64_t>::first) == 1);
+  const auto late = std::ranges::adjacent_find(got, [](const auto& a, const auto& b) { return b.second < a.second; });
+  CHECK(late == got.end());
+}
+
+// "lost: records close() gave up on" (timeline.md): the trace's lost markers add up to
+// stats().lost_at_close. The records a merged consumer held, and the one whose consumer close()
+// gave up on, were counted there without a marker.
+TEST_CASE("trace: the lost markers add up to lost_at_close when close() gives up on a slow merged consumer") {
+  watchdog dog("lost markers", 110s);
+  quiet_log quiet;
+  temp_file trace("lost-markers.json");
+  constexpr std::size_t devices = 3;
+  devtap::receiver_stats stats;
+  {
+    devtap::cpu_client cpus(devices);
+    devtap::receiver rx({.devices = all(cpus), .budget_bytes = devices * 4096, .close_timeout = 30ms, .timestamps = true,
+                         .merge_lag = 5ms, .trace_file = trace.path});
+    const auto slow = rx.attach<int>([](const int&) { std::this_thread::sleep_for(100us); }, devtap::merged, "slow");
+    std::atomic<bool> stop{false};
+    std::vector<std::future<void>> works;
+    for (auto* dev : cpus.cpu_devices())
+      works.push_back(dev->submit([&](devtap::cpu_context& ctx) {
+        try {
+          for (int i = 0; i < 200000 && !stop; ++i) ctx.tap(slow, i);
+        } catch (const devtap::outfeed_error&) {  // (closed)
+        }
+      }));
+    std::this_thread::sleep_for(300ms);
+    CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
+    stop = true;
+    for (auto& w : works) w.wait();
+    devtap::receiver_stats before;  // what a reader that close() let go counts may come a little later
+    eventually([&] {
+      const devtap::receiver_stats now = rx.stats();
+      const bool same = before.devices.size() == now.devices.size() &&
+                        std::ranges::equal(now.devices, before.devices, {}, &devtap::device_stats::lost_at_close,
+                                           &devtap::device_stats::lost_at_close);
+      before = now;
+      if (!same) std::this_thread::sleep_for(300ms);
+      return same;
+    }, 10s);
+    stats = rx.stats();
+  }
+  std::array<std::uint64_t, devices> marked{};
+  const nlohmann::json json = parse_file(trace.path);
+  for (const auto& e : json["traceEvents"])
+    if (e["ph"] == "i" && e["cat"] == "marker" && e["name"] == "lost")
+      marked.at(e["tid"].get<std::size_t>() - 1) += e["args"]["count"].get<std::uint64_t>();
+  for (std::size_t d = 0; d < devices; ++d) {
+    CAPTURE(d);
+    CHECK(stats.devices[d].lost_at_close != 0);
+    CHECK(marked[d] == stats.devices[d].lost_at_close);
+  }
+}

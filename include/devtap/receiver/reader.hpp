@@ -325,6 +325,17 @@ private:
   bool last_was_call_ = false;      // the last record read was a call (its caller waits: no pause)
   bool staged_ = false;             // a consumer set a record aside since the last pass_on_staged
   bool sinks_full_ = false;         // a sink's buffer for this device wants writing (write_full_sinks)
+  // The sinks are told of a record counted in lost_at_close as they are of the ring's (count_lost).
+  void mark_given_up() { state_.mark(stream_, marker_kind::lost, 1, "a record whose consumer close() gave up on", sink_time_ns_); }
+  // A scope record no consumer took counts once: where the first other outcome says, else in
+  // ignored (in lost_at_close once close() gave up on the stream).
+  void count_untaken_scope() {
+    std::atomic<std::uint64_t>& outcome = scope_outcome_ != nullptr ? *scope_outcome_
+                                          : stream_.abandoned.load(std::memory_order_acquire) ? stream_.lost_at_close
+                                                                                              : stream_.ignored;
+    outcome.fetch_add(1, std::memory_order_relaxed);
+    if (&outcome == &stream_.lost_at_close) mark_given_up();
+  }
   // A record counts once; a scope record too, however many consumers get it (dispatch).
   void count_one(std::atomic<std::uint64_t>& counter) {
     if (!in_scope_loop_) counter.fetch_add(1, std::memory_order_relaxed);  // (merged consumers count from other threads)

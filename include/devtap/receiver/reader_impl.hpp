@@ -185,7 +185,7 @@ inline void device_reader::dispatch(const record_ref& rec) {
     to_sinks(id, entry, rec, stamp, payload, payload_bytes);
   if (id == scope_record_id) [[unlikely]] {  // every consumer of scope_event gets it; none is not an error
     refresh_table();
-    // It counts once: in records if a consumer took it, else where the first other outcome says (none: in ignored).
+    // It counts once: in records if a consumer took it, else count_untaken_scope.
     scope_outcome_ = nullptr, in_scope_loop_ = true;
     bool taken = false;
     for (consumer_entry* scope_consumer : scope_consumers_) {
@@ -194,14 +194,14 @@ inline void device_reader::dispatch(const record_ref& rec) {
     }
     in_scope_loop_ = false;
     if (taken) ++delivered_records_, delivered_bytes_ += payload_bytes;
-    else if (scope_outcome_ != nullptr) scope_outcome_->fetch_add(1, std::memory_order_relaxed);
-    else (stream_.abandoned.load(std::memory_order_acquire) ? stream_.lost_at_close : stream_.ignored).fetch_add(1, std::memory_order_relaxed);
+    else count_untaken_scope();
     return;
   }
   if (entry == nullptr) [[unlikely]] {
     add_owned(stream_.unknown_ids, 1);
     if (is_call) refuse_call(rec, call_errc::no_handler, "no handler has that id");
     if (stream_.unknown_by_id[id]++ == 0) {
+      if (staged_) pass_on_staged(false);  // before the log sink, which may take long (as a consumer's call)
       const std::string what = (is_call ? "call for " : "record for ") + unknown_id_text(id), outcome = is_call ? "refused" : "skipped";
       log(log_level::error, "receiver '{}': {} on {} ({}; logged once)", state_.name, what, stream_.device_name, outcome);
       state_.mark(stream_, marker_kind::error, 1, what + " (" + outcome + ")", sink_time_ns_);
@@ -252,6 +252,7 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
                     entry.answers_calls ? "the handler behind this call_point takes or returns other types"
                                         : "this point is a consumer's, not a handler's");
       if (stream_.mismatch_by_id[id]++ == 0) {
+        if (staged_) pass_on_staged(false);  // before the log sink, as above
         // fits: the record's type is the consumer's, but its bytes do not decode as one.
         log(log_level::error,
             fits ? "receiver '{}': record for consumer '{}' on {} has its type's fingerprint ({}) but does not decode as "
@@ -272,6 +273,7 @@ DEVTAP_FUNC bool device_reader::settle(delivery result, bool fits, consumer_entr
       return false;
     case delivery::given_up:
       count_one(stream_.lost_at_close);
+      if (!in_scope_loop_) mark_given_up();  // (a scope record: once, after its loop)
       return false;
   }
   return false;
@@ -394,7 +396,5 @@ DEVTAP_FUNC void abandon(device_stream& stream) {
   wake_reader(stream.ring->host);
   wake_callers(stream.ring->host);  // even while the reader is still inside a handler
 }
-
 }  // namespace detail
-
 DEVTAP_END_NAMESPACE

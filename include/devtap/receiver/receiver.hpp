@@ -195,6 +195,7 @@ private:
           [s, scope](std::size_t device, std::uint64_t records) {
             if (scope) return;  // counted by its reader, as delivered
             s->streams[device]->lost_at_close.fetch_add(records, std::memory_order_relaxed);
+            s->mark(*s->streams[device], detail::marker_kind::lost, records, "records a merged consumer held when close() gave up");
           }};
       const detail::point_kind kind = entry->kind;
       // What a device's held records may take: its ring's size, at least 1 MiB (docs/timeline.md).
