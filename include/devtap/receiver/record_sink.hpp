@@ -185,7 +185,7 @@ protected:
   /** Empties the file and writes what was written before (the header), at once: a run that dies
    *  later leaves a file that names its devices and says where it was cut. */
   void start_file() {
-    std::lock_guard lock(file_mutex_);
+    const auto lock = lock_file();
     if (started_ || file_ == nullptr) return;
     if (opened_.own_file && ::ftruncate(::fileno(file_), 0) != 0)  // (an I/O error: nothing else fails here)
       throw std::invalid_argument(where_ + "cannot empty '" + path_ + "': " + std::strerror(errno));
@@ -253,10 +253,12 @@ protected:
                       std::chrono::steady_clock::time_point pipe_deadline) {
     if (!opened_.regular) give_up_at = std::min(give_up_at, pipe_deadline);  // another thread's write may be stuck in it
     lock = std::unique_lock(file_mutex_, std::defer_lock);
+    close_waits_.store(true, std::memory_order_relaxed);  // a thread that writes all along lets it in (lock_file)
     if (give_up_at == std::chrono::steady_clock::time_point::max()) lock.lock();
     // Polled, not a timed mutex: TSan (clang 16) does not see pthread_mutex_clocklock take the lock.
     while (!lock.owns_lock() && !lock.try_lock() && std::chrono::steady_clock::now() < give_up_at)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    close_waits_.store(false, std::memory_order_relaxed);
     if (!lock.owns_lock()) left_.store(true, std::memory_order_relaxed);
     if (!opened_.regular && lock.owns_lock()) pipe_deadline_ = pipe_deadline;  // close()'s own writes below, bounded too
     return lock.owns_lock() && !left_.load(std::memory_order_relaxed);
@@ -322,6 +324,13 @@ protected:
   }
   std::vector<std::unique_ptr<track>> tracks_;
   std::mutex file_mutex_;  // close() waits for it until a deadline (lock_for_close): not on a pipe nobody reads
+  /** file_mutex_ for every writer but close(): std::mutex is not fair, and a thread that writes all
+   *  along (name_scope in a loop) kept close() from it until its deadline. */
+  std::unique_lock<std::mutex> lock_file() {
+    while (close_waits_.load(std::memory_order_relaxed)) std::this_thread::yield();
+    return std::unique_lock(file_mutex_);
+  }
+  std::atomic<bool> close_waits_{false};
   std::atomic<bool> left_{false};  // close() gave up on the file: it is closed as it is when the sink goes
 
 private:

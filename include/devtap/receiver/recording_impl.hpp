@@ -56,7 +56,7 @@ DEVTAP_FUNC recording_writer::recording_writer(const std::string& path, std::str
     h.str(d.platform);
     h.str(d.name);
   }
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   write_locked(recording_magic, sizeof recording_magic);
   const std::uint32_t version_flags[2] = {recording_version, timestamps ? recording_timestamps_flag : 0};
   write_locked(version_flags, sizeof version_flags);
@@ -87,12 +87,12 @@ DEVTAP_FUNC void recording_writer::define(const point_description& point) {
   b.u32_pair(point.id, static_cast<std::uint32_t>(point.kind));
   b.u64(point.fingerprint);
   b.str(point.name);
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   write_chunk(chunk_type::point, 0, body.data(), body.size() * 8);
 }
 
 DEVTAP_FUNC void recording_writer::flush(track& t, std::size_t device) {
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   write_chunk(chunk_type::records, static_cast<std::uint32_t>(device), t.own.data(), t.own.size() * 8);
   t.own.clear();
 }
@@ -166,7 +166,7 @@ DEVTAP_FUNC void recording_writer::name_scope(std::uint32_t id, std::string_view
   word_appender b{body};
   b.u32_pair(id, 0);
   b.str(name);
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   write_chunk(chunk_type::scope_name, 0, body.data(), body.size() * 8);
 }
 

@@ -42,7 +42,7 @@ DEVTAP_FUNC trace_writer::trace_writer(const std::string& path, std::string_view
       head += "}}";
     }
   }
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   write_locked(head);
 }
 
@@ -187,7 +187,7 @@ DEVTAP_FUNC void trace_writer::end(std::size_t device, std::uint64_t time_ns, st
 
 DEVTAP_FUNC void trace_writer::write_out(std::size_t device) {
   track* t = reader_track(device);
-  std::lock_guard lock(file_mutex_);
+  const auto lock = lock_file();
   if (t != nullptr) {
     write_locked(t->own);
     t->own.clear();
