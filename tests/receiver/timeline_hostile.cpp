@@ -2177,3 +2177,62 @@ TEST_CASE("trace: the lost markers add up to lost_at_close when close() gives up
     CHECK(marked[d] == stats.devices[d].lost_at_close);
   }
 }
+
+// "records the reader has read are never kept from the merge" (timeline.md), with two merged
+// consumers: the reader waits for the first's lock, held through a long call, and what it set aside
+// for the second was kept from it meanwhile, so the second took the device for quiet and delivered
+// a later record of another device first (the known limit of session 34).
+TEST_CASE("merged: a long call into one merged consumer does not keep a reader's records from another") {
+  watchdog dog("two merged consumers", 60s);
+  std::atomic<bool> slow_in_call{false}, release{false}, second_may_tap{false};
+  std::mutex got_mutex;
+  std::vector<std::pair<int, std::int64_t>> got;  // value, tap time
+  {
+    devtap::cpu_client cpus(2);
+    devtap::receiver rx({.devices = all(cpus), .timestamps = true, .merge_lag = 50ms});
+    const auto slow = rx.attach<char>(
+        [&](const char& c) {
+          if (c != 'a') return;
+          slow_in_call = true;
+          for (int i = 0; i < 2000 && !release; ++i) std::this_thread::sleep_for(1ms);
+        },
+        devtap::merged, "slow");
+    const auto ordered = rx.attach<int>(
+        [&](const int& v, const devtap::tap_info& i) {
+          std::lock_guard lock(got_mutex);
+          got.emplace_back(v, ns_of(i.time));
+        },
+        devtap::merged, "ordered");
+    const auto busy = rx.attach<short>([](const short&) { std::this_thread::sleep_for(20ms); }, "busy");
+    auto first = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) {
+      ctx.tap(slow, 'a');  // goes out a lag later (the other device is silent) and blocks the merge
+      while (!slow_in_call) std::this_thread::sleep_for(1ms);
+      ctx.tap(busy, short{0});  // its reader sits here: the two below are read in one go
+      ctx.tap(ordered, 1);
+      ctx.tap(slow, 'b');  // its reader reads both, then waits for the slow merge's lock
+      std::this_thread::sleep_for(30ms);
+      second_may_tap = true;
+    });
+    auto second = cpus.cpu_devices()[1]->submit([&](devtap::cpu_context& ctx) {
+      while (!second_may_tap) std::this_thread::sleep_for(1ms);
+      ctx.tap(ordered, 2);
+    });
+    first.get();
+    second.get();
+    // Give the second merge time to take the first device for quiet (it did, before the fix).
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard lock(got_mutex);
+        if (!got.empty()) break;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    std::this_thread::sleep_for(100ms);
+    release = true;
+    rx.close();
+  }
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].first == 1);
+  CHECK(got[1].first == 2);
+  CHECK(got[0].second <= got[1].second);
+}

@@ -104,6 +104,9 @@ struct consumer_entry {
   /** A merged consumer's flag "a call into the consumer runs", owned by its helper thread too
    *  (which close() may leave running, still using its device); none for other consumers. */
   virtual std::weak_ptr<const std::atomic<bool>> call_running_flag() const noexcept { return {}; }
+  /** The first of the reader's two steps below: records it set aside for this consumer become
+   *  visible to it, without waiting for a call into it (which another consumer's step may wait for). */
+  virtual void post_staged(std::size_t device_index) { (void)device_index; }
   /** The device's reader caught up, or is about to call a consumer that may take long, or stops:
    *  records it set aside for this consumer go on now (`lost`: its stream was given up on, they are
    *  counted as lost_at_close instead). */

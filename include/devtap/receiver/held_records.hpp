@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -97,8 +99,26 @@ private:
   std::size_t size_ = 0;
 };
 
+// A device's records read but not yet handed in: its reader's alone (or, posted, merge_posts's).
+struct merge_staging {
+  std::vector<held_record> records;
+  std::size_t bytes = 0;
+  bool over_limit = false;  // its queue held more than the hold limit at the last hand-in
+  bool posted = false;      // records were posted (merge_posts) since the last hand-in
+};
+
 // What the merge knows of one device (under its lock).
 struct merge_queue {
+  // Takes records a reader set aside, arrived at the helper's look `now` (the moves cannot throw once
+  // room is reserved: a bad_alloc leaves them where they were).
+  void take(merge_staging& from, std::uint64_t now) {
+    records.reserve(records.size() + from.records.size());
+    last_arrival = now;
+    for (held_record& h : from.records) h.arrived = now, records.push_back(std::move(h));
+    bytes += from.bytes;
+    from.records.clear(), from.bytes = 0;
+  }
+
   held_queue records;
   const device* dev = nullptr;        // whose records they are (set at the start)
   std::uint64_t last_arrival = 0;     // the helper's looks so far when its last records arrived
@@ -161,11 +181,61 @@ struct merge_limits {
   std::shared_ptr<std::atomic<int>> holding;
 };
 
-// A device's records read but not yet handed in: its reader's alone.
-struct merge_staging {
-  std::vector<held_record> records;
-  std::size_t bytes = 0;
-  bool over_limit = false;  // its queue held more than the hold limit at the last hand-in
+// Until `done()`, while `calls_returned` (calls into a merged consumer that returned) keeps moving;
+// gives up (false) once it has not for 200 ms: close() is bounded however the consumer behaves.
+template <class Done>
+bool wait_while_moving(const std::atomic<std::uint64_t>& calls_returned, Done done) {
+  std::uint64_t seen = calls_returned.load(std::memory_order_relaxed);
+  for (int still = 0; still < 200; ++still) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
+  }
+  return false;
+}
+
+// Records the readers posted to a merge, by device, until it takes them in under its lock: the
+// first of a reader's two steps (device_reader::pass_on_staged). Under a lock of their own, which no
+// call into the consumer holds: a reader never waits behind a call to post, and the merge sees every
+// record a reader has read before it next takes that device for quiet.
+class merge_posts {
+public:
+  explicit merge_posts(std::size_t devices) : by_device_(devices) {}
+  void post(std::size_t device_index, merge_staging& from) {  // the device's reader
+    {
+      std::lock_guard lock(mutex_);
+      merge_staging& to = by_device_[device_index];
+      if (to.records.empty()) {
+        std::swap(to.records, from.records);  // (from keeps the empty one's room for the next records)
+      } else {
+        to.records.reserve(to.records.size() + from.records.size());
+        std::move(from.records.begin(), from.records.end(), std::back_inserter(to.records));
+      }
+      to.bytes += from.bytes;
+      any_.store(true, std::memory_order_release);  // partner: take_into's acquire
+    }
+    from.records.clear(), from.bytes = 0, from.posted = true;
+  }
+  // Under the merge's lock: every device's posted records join its queue (a bad_alloc leaves the
+  // rest posted and is thrown).
+  void take_into(std::vector<merge_queue>& queues, std::uint64_t now) {
+    if (!any_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(mutex_);
+    for (std::size_t d = 0; d < by_device_.size(); ++d)
+      if (!by_device_[d].records.empty()) queues[d].take(by_device_[d], now);
+    any_.store(false, std::memory_order_relaxed);
+  }
+  std::size_t drop(std::size_t device_index) {  // how many of the device's records were posted
+    std::lock_guard lock(mutex_);
+    const std::size_t n = by_device_[device_index].records.size();
+    by_device_[device_index].records.clear(), by_device_[device_index].bytes = 0;
+    return n;
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<merge_staging> by_device_;
+  std::atomic<bool> any_{false};  // something is posted (a hint: take_into looks under the lock)
 };
 
 }  // namespace detail

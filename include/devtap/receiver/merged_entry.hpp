@@ -72,9 +72,9 @@ public:
 
   // The record is checked and kept (its bytes copied: the ring frees them when this returns). It is
   // set aside on its device's own list, which only that device's reader touches, and handed in with
-  // the others under the lock once the reader catches up or `stage_limit` wait: one lock per record,
-  // taken by every reader and the helper, was most of the merge's cost (docs/performance.md). The
-  // sink counts each record's outcome when it has one.
+  // the others under the lock when the reader passes them on (posted at once when `stage_limit`
+  // wait): one lock per record, taken by every reader and the helper, was most of the merge's cost
+  // (docs/performance.md). The sink counts each record's outcome when it has one.
   delivery deliver(std::size_t device_index, const device&, const record_stamp& stamp, const std::byte* payload,
                    std::size_t size) override {
     if (!core_->inner->accepts(payload, size)) return delivery::mismatch;
@@ -84,11 +84,16 @@ public:
     staged.records.emplace_back(stamp.stamped ? stamp : record_stamp{stamp_now_ns(), stamp.sequence, false}, payload,
                                 size);
     staged.bytes += staged.records.back().footprint();
-    if (staged.records.size() == stage_limit || staged.bytes >= core_->hold_limit / 2) core_->hand_in(device_index, false);
+    if (staged.records.size() == stage_limit || staged.bytes >= core_->hold_limit / 2) post_staged(device_index);
     return delivery::held;
   }
+  void post_staged(std::size_t device_index) override {
+    if (!core_->staged[device_index].records.empty()) core_->posts.post(device_index, core_->staged[device_index]);
+  }
   void pass_on_staged(std::size_t device_index, bool lost) override {
-    if (!core_->staged[device_index].records.empty()) core_->hand_in(device_index, lost);
+    merge_staging& staged = core_->staged[device_index];
+    if (!lost) post_staged(device_index);
+    if (staged.posted || !staged.records.empty()) core_->hand_in(device_index, lost);
   }
 
   void wait_for_room(std::size_t device_index, std::chrono::steady_clock::time_point& until) override {
@@ -118,7 +123,8 @@ private:
   struct core {
     core(std::shared_ptr<consumer_entry> inner_, const std::vector<const device*>& devices,
          std::chrono::milliseconds lag_, merge_limits limits, outcome_sink sink_)
-        : inner(std::move(inner_)), room(devices.size(), std::move(limits.holding)), queues(devices.size()), staged(devices.size()),
+        : inner(std::move(inner_)), room(devices.size(), std::move(limits.holding)), queues(devices.size()), posts(devices.size()),
+          staged(devices.size()),
           sink(std::move(sink_)), hold_limit(limits.hold_limit),
           // Half a lag between looks, rounded up, at least 1 ms, at most an hour.
           look_every(std::clamp<std::chrono::milliseconds>(lag_ / 2 + lag_ % 2, std::chrono::milliseconds(1),
@@ -138,6 +144,7 @@ private:
     std::condition_variable cv;
     merge_room room;  // where readers wait for room in their queues (wait_for_room)
     std::vector<merge_queue> queues;
+    merge_posts posts;                  // records posted by the readers, not yet in `queues`
     std::vector<merge_staging> staged;  // by device; not under the lock (each is one reader's)
     outcome_sink sink;
     const std::size_t hold_limit;
@@ -156,22 +163,20 @@ private:
     std::atomic<std::uint64_t> calls_returned{0};      // close() waits while this moves (written under the lock)
     std::atomic<bool> in_call{false};                  // a call to the consumer runs (written under the lock)
 
-    // Called by the device's reader: what it set aside joins the device's queue in one go (`lost`:
-    // its stream was given up on; they are counted, never delivered).
+    // Called by the device's reader: what it posted joins the queues (every device's posts), and what
+    // is in order goes out (`lost`: its stream was given up on; what it set aside or posted is
+    // counted, never delivered).
     void hand_in(std::size_t device_index, bool lost) {
       merge_staging& from = staged[device_index];
+      from.posted = false;
       std::unique_lock lock(mutex);
       if (lost || closed.load(std::memory_order_acquire)) {  // (closed: a reader blocked here till close() was done)
-        sink.lost(device_index, from.records.size());
+        if (const std::size_t n = from.records.size() + posts.drop(device_index); n != 0) sink.lost(device_index, n);
         from.records.clear(), from.bytes = 0;
         return;
       }
+      posts.take_into(queues, looks);
       merge_queue& q = queues[device_index];
-      q.last_arrival = looks;
-      q.records.reserve(q.records.size() + from.records.size());  // first: the moves below cannot throw
-      for (held_record& h : from.records) h.arrived = looks, q.records.push_back(std::move(h));
-      q.bytes += from.bytes;
-      from.records.clear(), from.bytes = 0;
       deliver_ready();
       // The helper sleeps until something is held; while records are held it looks by itself, so a
       // record costs no wake-up.
@@ -210,13 +215,13 @@ private:
       // calls keep returning (the helper may be busy delivering), give up once none has for 200 ms,
       // never hang. Given up, what is held is counted lost by the next holder of the lock.
       std::unique_lock lock(mutex, std::defer_lock);
-      if (wait_while_calls_return([&] { return lock.try_lock(); })) {
+      if (wait_while_moving(calls_returned, [&] { return lock.try_lock(); })) {
         for (merge_queue& q : queues) q.ended = true;
         final_asked = helper_looking = true;
         lock.unlock();
         cv.notify_all();
         // The same rule for the helper's calls.
-        wait_while_calls_return([&] { return final_done.load(std::memory_order_acquire); });
+        wait_while_moving(calls_returned, [&] { return final_done.load(std::memory_order_acquire); });
       }
       closed.store(true, std::memory_order_seq_cst);  // partner: may_call (then close() looks at in_call)
       room.wake_all();
@@ -229,19 +234,6 @@ private:
       in_call.store(true, std::memory_order_seq_cst);
       if (!closed.load(std::memory_order_seq_cst)) return true;
       in_call.store(false, std::memory_order_seq_cst);
-      return false;
-    }
-
-    // Until `done()`, while calls into the consumer keep returning; gives up (false) once none has
-    // for 200 ms: close() is bounded however the consumer behaves.
-    template <class Done>
-    bool wait_while_calls_return(Done done) {
-      std::uint64_t seen = calls_returned.load(std::memory_order_relaxed);
-      for (int still = 0; still < 200; ++still) {
-        if (done()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        if (const auto now = calls_returned.load(std::memory_order_relaxed); now != seen) seen = now, still = 0;
-      }
       return false;
     }
 
@@ -294,11 +286,16 @@ private:
         if (closed.load(std::memory_order_acquire)) {  // close() gave up on a call stuck in the consumer
           count_all_delivered();
           for (std::size_t d = 0; d < queues.size(); ++d) {
-            if (!queues[d].records.empty()) sink.lost(d, queues[d].records.size());
+            if (const std::size_t n = queues[d].records.size() + posts.drop(d); n != 0) sink.lost(d, n);
             queues[d].records.clear();
             queues[d].bytes = 0;
           }
           room.hold(false), room.wake_all();
+          return;
+        }
+        try {  // each look at the queues sees every record a reader has posted (merge_posts)
+          posts.take_into(queues, looks);
+        } catch (...) {  // out of memory: they stay posted, and nothing goes out before them (no end either)
           return;
         }
         std::size_t first = queues.size();

@@ -258,6 +258,9 @@ private:
   // Whenever the reader catches up, is about to call a consumer that does not set records aside,
   // or stops: what consumers set aside goes on (merged_entry.hpp); `lost` when close() gave up.
   // False when close() gave up on the stream by the end (a merged call may have stuck past it).
+  // Two steps: every merge sees what was set aside for it (post_staged) before the reader waits for
+  // any merge's lock, which a long call into that consumer holds: a record kept from the others
+  // meanwhile let them take this device for quiet and deliver later records first.
   bool pass_on_staged(bool lost);
 
   // Back-pressure from merged consumers that hold too much of this device (merged_entry.hpp): right

@@ -14,7 +14,7 @@ DEVTAP_FUNC void receiver_state::record_failure(const device_stream& stream, std
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {
-    message = e.what();
+    message = message_of(e);
   } catch (...) {
   }
   log(log_level::error, "receiver '{}': consumer '{}' on {} threw: {} (postponed to close())", name, consumer_name,
@@ -315,13 +315,12 @@ DEVTAP_FUNC void device_reader::end_stream() {
 
 DEVTAP_FUNC bool device_reader::pass_on_staged(bool lost) {
   staged_ = false;
-  for (consumer_entry* entry : staging_consumers_) {
-    try {
-      entry->pass_on_staged(stream_.index, lost);
-    } catch (...) {
-      state_.record_failure(stream_, entry->name, std::current_exception());
-    }
-  }
+  for (int step = lost ? 1 : 0; step < 2; ++step)  // post to every merge, then hand in (reader.hpp)
+    for (consumer_entry* entry : staging_consumers_) try {
+        step == 0 ? entry->post_staged(stream_.index) : entry->pass_on_staged(stream_.index, lost);
+      } catch (...) {
+        state_.record_failure(stream_, entry->name, std::current_exception());
+      }
   return !stream_.abandoned.load(std::memory_order_acquire);
 }
 
