@@ -1685,3 +1685,49 @@ TEST_CASE("hostile call: a call through an empty outfeed says the outfeed is emp
                     "devtap: tap through an empty outfeed (default-constructed: it feeds no device; nothing was written)");
   rx.close();
 }
+
+// docs/call.md: "a waiter that is not running holds up no slot". Eight waiters that are not running
+// (SCHED_IDLE on a CPU a spinner holds) took the eight tickets of the window; a caller of normal
+// priority then waited, with every slot free, until one of them was let run (33 to 64 ms; helper
+// report of session 35). It now takes a free slot first: it is served before any of them.
+TEST_CASE("hostile call: waiters that are not running do not keep a newcomer from free reply slots") {
+  devtap_test::watchdog dog(60s);
+  devtap_test::cpu_starver starver;  // this thread (and threads it makes from now on): CPU 0
+  devtap::cpu_client cpus(1);
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto echo = rx.serve<int, int>([gate](const int& v) {
+    while (!*gate) std::this_thread::sleep_for(1ms);
+    return v;
+  });
+  const devtap::outfeed out = rx.outfeed(*cpus.cpu_devices()[0]);
+  devtap::detail::ring_producer_side* producer = out.ring().producer;
+  const auto load = [](std::uint32_t& word) { return std::atomic_ref<std::uint32_t>(word).load(); };
+  std::atomic<int> bad{0};
+  std::vector<std::thread> holders, starved;
+  for (int t = 0; t < 64; ++t)
+    holders.emplace_back([&, t] {
+      const auto r = out.call(echo, t);
+      if (!r.ok() || *r != t) ++bad;
+    });
+  REQUIRE(devtap_test::eventually([&] { return devtap::detail::free_reply_slots(out.ring()) == 0; }, 20s));
+  for (int t = 0; t < 8; ++t)
+    starved.emplace_back([&, t] {
+      devtap_test::cpu_starver::starve_this_thread();
+      const auto r = out.call(echo, 100 + t);
+      if (!r.ok() || *r != 100 + t) ++bad;
+    });
+  REQUIRE(devtap_test::eventually([&] { return load(producer->slot_tickets_issued) == 8; }, 20s));
+  starver.hold();  // the eight waiters no longer run
+  *gate = true;    // the 64 are answered and give their slots back
+  for (auto& t : holders) t.join();
+  const std::uint32_t served_before = load(producer->slot_tickets_served);
+  const auto r = out.call(echo, 7);  // behind the eight tickets
+  const std::uint32_t served_after = load(producer->slot_tickets_served);
+  starver.let_go();
+  for (auto& t : starved) t.join();
+  CHECK((r.ok() && *r == 7));
+  CHECK(served_after - served_before == 1);  // its own: none of the eight went first
+  CHECK(bad == 0);
+  rx.close();
+}

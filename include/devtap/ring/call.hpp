@@ -67,12 +67,22 @@ DEVTAP_HOST_DEVICE bool try_take_reply_slot(const ring_view& ring, std::uint32_t
   return false;
 }
 
+/** How many reply slots no caller holds now. Host producers only: for CUDA the bits are device memory. */
+inline std::int32_t free_reply_slots(const ring_view& ring) noexcept {
+  std::int32_t taken = 0;
+  for (std::uint32_t w = 0; w < reply_slot_count / 32; ++w)
+    taken += std::popcount(std::atomic_ref<std::uint32_t>(ring.producer->reply_slots_taken[w]).load(std::memory_order_relaxed));
+  return static_cast<std::int32_t>(reply_slot_count) - taken;
+}
+
 /** A host caller's reply slot, in turn; false if `closed()` became true while it waited. While
  *  callers wait for a slot, a newcomer takes a ticket behind them (a caller that just gave its slot
  *  back would otherwise take it again at once: one call waited 1.6 s behind 64 callers calling back
- *  to back), and only the oldest `window` tickets try: a waiter that is not running then holds up
- *  no slot, and none waits behind more than the callers ahead of it. Kernels take slots by
- *  try_take_reply_slot alone (cuda/call.cuh). `waited` is called once if this call had to wait. */
+ *  to back), and only the oldest `window` tickets try, or one with fewer tickets ahead of it than
+ *  slots free: waiters that are not running then hold up no slot (before, eight of them held the
+ *  window while every slot was free), and none waits behind more than the callers ahead of it.
+ *  Kernels take slots by try_take_reply_slot alone (cuda/call.cuh). `waited` is called once if this
+ *  call had to wait. */
 template <class Closed, class Waited>
 bool host_take_reply_slot(const ring_view& ring, std::uint32_t& slot, Closed closed, Waited waited) {
   constexpr std::int32_t window = 8;
@@ -85,7 +95,8 @@ bool host_take_reply_slot(const ring_view& ring, std::uint32_t& slot, Closed clo
   bool taken = false;
   for (unsigned attempt = 0; !taken && !closed(); ++attempt) {
     // Signed: tickets after this one may be served first (within the window), leaving it behind `served`.
-    if (static_cast<std::int32_t>(ticket - served.load(std::memory_order_relaxed)) >= window) {
+    if (const auto ahead = static_cast<std::int32_t>(ticket - served.load(std::memory_order_relaxed));
+        ahead >= window && ahead >= free_reply_slots(ring)) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));  // not its turn yet
       attempt = 0;
     } else if (!(taken = try_take_reply_slot<host_atomics>(ring, slot))) {
@@ -110,10 +121,7 @@ DEVTAP_HOST_DEVICE void give_back_reply_slot(const ring_view& ring, std::uint32_
 /** Whether a caller holds a reply slot (a call is on its way or awaits its answer). Host producers
  *  only: for CUDA the bits are device memory. */
 inline bool calls_in_flight(const ring_view& ring) noexcept {
-  for (std::uint32_t w = 0; w < reply_slot_count / 32; ++w)
-    if (std::atomic_ref<std::uint32_t>(ring.producer->reply_slots_taken[w]).load(std::memory_order_relaxed) != 0)
-      return true;
-  return false;
+  return free_reply_slots(ring) != static_cast<std::int32_t>(reply_slot_count);
 }
 
 /** The sequence the next call through `slot` (held by the caller) carries: one past its last answer. */
