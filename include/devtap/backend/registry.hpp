@@ -345,7 +345,7 @@ private:
         throw backend_error("create() returned a client whose local_devices() holds a null device");
     } catch (const std::exception& e) {
       s.instance.reset();
-      s.error = *e.what() ? e.what() : "unknown error";
+      s.error = detail::message_of(e);
     } catch (...) {
       s.instance.reset();
       s.error = "unknown exception";

@@ -95,7 +95,8 @@ public:
       if (lock.owns_lock()) lock.unlock();  // answer_call wakes the caller, which may call again at once
       answer_call(ring, request, call_errc::none, &reply, sizeof reply);
     } catch (const std::exception& e) {
-      answer_call(ring, request, call_errc::handler_failed, e.what(), std::strlen(e.what()));
+      const char* message = message_of(e);
+      answer_call(ring, request, call_errc::handler_failed, message, std::strlen(message));
       throw;
     } catch (...) {
       static constexpr char why[] = "unknown exception";

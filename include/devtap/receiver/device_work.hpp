@@ -69,7 +69,7 @@ inline std::string post_after_pending_work(device& dev, std::function<void()> fn
     return why;
   } catch (const std::exception& e) {
     try {
-      why = e.what();
+      why = message_of(e);
     } catch (...) {
     }
   } catch (...) {

@@ -28,7 +28,9 @@
 
 DEVTAP_BEGIN_NAMESPACE
 
-/** A device's ring as its producers see it. Valid while the receiver that made it is open. */
+/** A device's ring as its producers see it. Valid while the receiver that made it is open; a copy
+ *  used after it closed is told so (`outfeed_error`, `call_errc::closed`) until the device's next
+ *  receiver closes, which frees the ring: after that it refers to freed memory. */
 class outfeed {
 public:
   outfeed() = default;
