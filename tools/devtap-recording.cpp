@@ -38,15 +38,7 @@ std::string cut_text(const recording_reader& file) {
 
 // A name as the summary prints it: control bytes as \xNN, so a recording from elsewhere cannot break
 // the table's lines or send the terminal escape sequences.
-std::string printable(std::string_view name) {
-  std::string out;
-  for (const char c : name) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
-    else out += c;
-  }
-  return out;
-}
+std::string printable(std::string_view name) { return devtap::detail::printable(name, false, name.size()); }
 
 std::string_view kind_name(point_kind k) {
   switch (k) {

@@ -34,7 +34,7 @@ DEVTAP_FUNC log_level parse_log_level(const char* text) noexcept {
 DEVTAP_FUNC std::string log_env_problem(const char* text) {
   log_level level{};
   if (text == nullptr || trim(text).empty() || log_level_named(text, level)) return {};  // blank: unset, as every variable
-  return std::string("DEVTAP_LOG='") + text +
+  return std::string("DEVTAP_LOG='") + printable(text, true) +
          "' is not a log level (expected debug, info, warn, error or off); using warn";
 }
 

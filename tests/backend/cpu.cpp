@@ -266,6 +266,9 @@ TEST_CASE("DEVTAP_CPU_DEVICES parsing", "[cpu]") {
     CHECK_THROWS_AS(cpu_device_count_from(bad), devtap::backend_error);
   CHECK_THROWS_WITH(cpu_device_count_from("abc"),
                     "DEVTAP_CPU_DEVICES='abc' is not a valid device count (expected an integer from 1 to 1024)");
+  // A control byte or a non-ASCII one is shown (a no-break space looked like a space the trim missed).
+  CHECK_THROWS_WITH(cpu_device_count_from("4\x1b[2J\xc2\xa0"),
+                    "DEVTAP_CPU_DEVICES='4\\x1b[2J\\xc2\\xa0' is not a valid device count (expected an integer from 1 to 1024)");
 }
 
 TEST_CASE("as_cpu_device and as_cpu_client check the backend", "[cpu]") {

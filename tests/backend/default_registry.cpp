@@ -129,6 +129,10 @@ TEST_CASE("default registry: DEVTAP_CPU_DEVICES=3", "[.cpu3]") {
   // A backend named twice names the backend (its first device would otherwise be "listed twice").
   CHECK_THROWS_WITH(devtap::receiver({.backends = {"cpu", "cpu"}, .name = "twice"}),
                     "devtap: receiver 'twice': backend 'cpu' is listed twice");
+  // A name the registry does not know: its message, said to come from the receiver's options.
+  CHECK_THROWS_AS(devtap::receiver({.backends = {"CPU "}, .name = "odd"}), devtap::backend_error);
+  CHECK_THROWS_WITH(devtap::receiver({.backends = {"cp\x01u"}, .name = "odd"}),
+                    Catch::StartsWith("devtap: receiver 'odd': receiver_options.backends: Unknown backend 'cp\\x01u' (known: "));
   devtap::receiver rx({.backends = {"cpu"}, .name = "once"});  // the failed one left every device free
   CHECK(rx.devices().size() == 3);
 }

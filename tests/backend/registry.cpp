@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <future>
 #include <atomic>
 #include <chrono>
 #include <latch>
@@ -591,4 +592,63 @@ TEST_CASE("a registry waits for the calls under way before it destroys a client 
     }
     CHECK(refused == "devtap::registry of backends cpu, cpu2 is being destroyed");
   }
+}
+
+namespace {
+struct ring_a;
+struct ring_b;
+devtap::registry<ring_a, ring_b>* ring_registry = nullptr;
+std::mutex ring_refusals_mutex;
+std::vector<std::string> ring_refusals;  // what the create()s were told
+std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view other);
+struct ring_a {
+  static constexpr std::string_view name = "ring_a";
+  static constexpr int priority = 2;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return ask_for(name, "ring_b"); }
+};
+struct ring_b {
+  static constexpr std::string_view name = "ring_b";
+  static constexpr int priority = 1;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create() { return ask_for(name, "ring_a"); }
+};
+/** Asks for the other backend a moment after its create() began, so both create()s run at once. */
+std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view other) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  try {
+    (void)ring_registry->get_backend(other);
+  } catch (const backend_error& e) {
+    std::lock_guard lock(ring_refusals_mutex);
+    ring_refusals.emplace_back(e.what());
+  }
+  return std::make_unique<fake_client>(self, 1);
+}
+}  // namespace
+
+// Before, each thread waited in call_once for the backend the other initialised, for ever (hostile
+// helper, session 35): one of them is now told, and both backends start.
+TEST_CASE("a platforms list's control and non-ASCII bytes are shown as \\xNN in its errors", "[registry][platforms]") {
+  devtap::registry<test_backend<"plain", 0>> bad{"plain,\x01"};
+  CHECK_THROWS_WITH(bad.backends(), "Unknown backend '\\x01' in DEVTAP_PLATFORMS='plain,\\x01' (known: plain)");
+  devtap::registry<test_backend<"plain", 0>> spaced{"plain\xc2\xa0"};  // a no-break space is no white space
+  CHECK_THROWS_WITH(spaced.backends(), Catch::StartsWith("Unknown backend 'plain\\xc2\\xa0' in DEVTAP_PLATFORMS="));
+  devtap::registry<test_backend<"plain", 0>> fine{""};
+  CHECK_THROWS_WITH(fine.get_backend("\x1b[2J"), Catch::StartsWith("Unknown backend '\\x1b[2J' (known: plain"));
+}
+
+TEST_CASE("two create()s on two threads that ask for each other's backend do not wait for each other", "[registry][threads]") {
+  devtap::registry<ring_a, ring_b> r{""};
+  ring_registry = &r;
+  auto a = std::async(std::launch::async, [&r] { return r.get_backend("ring_a").device_count(); });
+  auto b = std::async(std::launch::async, [&r] { return r.get_backend("ring_b").device_count(); });
+  const bool finished = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready &&
+                        b.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  REQUIRE(finished);  // (else this test hangs in the futures' destructors, and ctest's timeout names it)
+  CHECK(a.get() == 1);
+  CHECK(b.get() == 1);
+  ring_registry = nullptr;
+  REQUIRE(ring_refusals.size() == 1);
+  CHECK_THAT(ring_refusals[0], Catch::Contains("was asked for during its own initialisation, by the create() of backend") &&
+                                   Catch::Contains("on another thread, which it waits for: their create()s ask for each other"));
 }

@@ -146,6 +146,12 @@ TEST_CASE("DEVTAP_LOG values: case and surrounding white space do not matter; ot
         "DEVTAP_LOG='loud' is not a log level (expected debug, info, warn, error or off); using warn");
   CHECK(log_env_problem("3") ==
         "DEVTAP_LOG='3' is not a log level (expected debug, info, warn, error or off); using warn");
+  CHECK(log_env_problem("warn\x01") ==
+        "DEVTAP_LOG='warn\\x01' is not a log level (expected debug, info, warn, error or off); using warn");
+  const std::string long_value(300, 'x');  // cut, with its length
+  CHECK(log_env_problem(long_value.c_str()) == "DEVTAP_LOG='" + std::string(200, 'x') +
+                                                   "... (300 bytes)' is not a log level (expected debug, info, warn, "
+                                                   "error or off); using warn");
 }
 
 TEST_CASE("a log_level out of the enum's range is never logged, and its name is '?', not read past the names") {

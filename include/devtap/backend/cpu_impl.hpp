@@ -109,7 +109,7 @@ DEVTAP_FUNC int detail::cpu_device_count_from(const char* text) {
   int n = 0;
   if (!parse_non_negative(text, n) || n < 1 || n > max_cpu_devices)
     throw backend_error(detail::format_message(
-        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", text,
+        "DEVTAP_CPU_DEVICES='{}' is not a valid device count (expected an integer from 1 to {})", printable(text, true),
         max_cpu_devices));
   return n;
 }

@@ -1,6 +1,7 @@
 #pragma once
 /** `registry<B...>`: a compile-time list of backend policies, each started lazily, at most once. */
 #include <devtap/backend/device.hpp>
+#include <devtap/backend/init_waits.hpp>
 #include <devtap/backend/policy.hpp>
 #include <devtap/config.hpp>
 #include <devtap/detail/text.hpp>
@@ -75,11 +76,12 @@ public:
       if (item.empty() || !config_error_.empty()) continue;
       const std::size_t index = platform_index(item);
       if (index == count)
-        config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS='{}' (known: {}{})", item,
-                                               platforms_, known_names(), detail::cuda_hint(item, index_of("cuda") != count));
+        config_error_ = detail::format_message("Unknown backend '{}' in DEVTAP_PLATFORMS='{}' (known: {}{})",
+                                               detail::printable(item, true), detail::printable(platforms_, true),
+                                               known_names(), detail::cuda_hint(item, index_of("cuda") != count));
       else if (std::find(enabled_.begin(), enabled_.end(), index) != enabled_.end())
         config_error_ = detail::format_message("Backend '{}' is named twice in DEVTAP_PLATFORMS='{}'",
-                                               entries_[index].name, platforms_);
+                                               entries_[index].name, detail::printable(platforms_, true));
       else enabled_.push_back(index);
     }
     restricted_ = !enabled_.empty() || !config_error_.empty();
@@ -110,11 +112,11 @@ public:
     check_config();
     const std::size_t index = index_of(name);
     if (index == count)
-      throw backend_error(detail::format_message("Unknown backend '{}' (known: {}{})", name, known_names(),
+      throw backend_error(detail::format_message("Unknown backend '{}' (known: {}{})", detail::printable(name, true), known_names(),
                                                  name == "cuda" ? detail::cuda_hint(name, contains("cuda")) : ""));
     if (std::find(enabled_.begin(), enabled_.end(), index) == enabled_.end())
       throw backend_error(detail::format_message("Backend '{}' is not enabled by DEVTAP_PLATFORMS={}", name,
-                                                 platforms_));
+                                                 detail::printable(platforms_, true)));
     if (name == "cpu") cpu_requested_.store(true, std::memory_order_relaxed);
     return usable(index);
   }
@@ -319,15 +321,24 @@ private:
 
   slot& ensure(std::size_t index) {
     slot& s = slots_[index];
-    // Asked again by its own create(), or by a log sink that create()'s log lines reach: call_once
-    // would wait for itself. (A create() that waits for another thread asking for it still hangs.)
-    if (!s.done.load(std::memory_order_acquire) && s.initialising.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    if (s.done.load(std::memory_order_acquire)) return s;
+    // Asked again by its own create(), or by a log sink that create()'s log lines reach, or by a
+    // create() another thread runs that waits for this one: call_once would wait for itself. (A
+    // create() that waits for another thread by other means than asking for it still hangs.)
+    if (const auto ring = waits_.start(index, [this](std::size_t i) { return slots_[i].initialising.load(std::memory_order_relaxed); });
+        ring.size() == 1)
       throw backend_error(detail::format_message(
           "Backend '{}' was asked for during its own initialisation (from its create(), or a log sink it logged to)",
           entries_[index].name));
+    else if (!ring.empty())
+      throw backend_error(detail::format_message(
+          "Backend '{}' was asked for during its own initialisation, by the create() of backend{} {} on another thread, "
+          "which it waits for: their create()s ask for each other", entries_[index].name, ring.size() > 2 ? "s" : "",
+          detail::join(std::span(ring).subspan(1), [this](std::size_t i) { return "'" + std::string(entries_[i].name) + "'"; })));
     // The callable never throws: libstdc++'s call_once can hang other waiters after a throwing
     // callable (the reason PyTorch wrote its own). The outcome is stored instead.
     std::call_once(s.once, [this, index, &s]() noexcept { initialise(index, s); });
+    waits_.done();
     return s;
   }
 
@@ -345,7 +356,7 @@ private:
         throw backend_error("create() returned a client whose local_devices() holds a null device");
     } catch (const std::exception& e) {
       s.instance.reset();
-      s.error = detail::message_of(e);
+      s.error = *detail::message_of(e) != '\0' ? detail::message_of(e) : "unknown error";
     } catch (...) {
       s.instance.reset();
       s.error = "unknown exception";
@@ -368,6 +379,7 @@ private:
   }
 
   std::array<slot, count> slots_;       // by declaration index
+  detail::init_waits waits_;            // threads waiting for a slot's create()
   std::vector<std::size_t> enabled_;    // declaration indices, in the order backends() tries them
   bool restricted_ = false;             // a platforms list was given
   std::string platforms_;               // its text, for messages

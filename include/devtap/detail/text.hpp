@@ -65,6 +65,11 @@ bool parse_non_negative(const char* text, int& out) noexcept;
 /** "4 MiB", "3 KiB", "100 bytes": a byte count as a reader would write it. */
 std::string describe_bytes(std::uint64_t n);
 
+/** `text` as a message quotes it: control bytes (and, `ascii_only`, bytes above 0x7f, as in a
+ *  variable whose values are ASCII) as \xNN, so a bad value is seen and sends the terminal nothing;
+ *  past `max_bytes` of it, cut and its length given. */
+std::string printable(std::string_view text, bool ascii_only = false, std::size_t max_bytes = 200);
+
 }  // namespace detail
 DEVTAP_END_NAMESPACE
 

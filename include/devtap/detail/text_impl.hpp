@@ -24,6 +24,18 @@ DEVTAP_FUNC std::string describe_bytes(std::uint64_t n) {
   return std::to_string(n) + " bytes";
 }
 
+DEVTAP_FUNC std::string printable(std::string_view text, bool ascii_only, std::size_t max_bytes) {
+  constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text.substr(0, max_bytes)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || (ascii_only && byte > 0x7f)) out += {'\\', 'x', hex[byte >> 4], hex[byte & 15]};
+    else out += c;
+  }
+  if (text.size() > max_bytes) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
 }  // namespace detail
 
 DEVTAP_END_NAMESPACE

@@ -28,7 +28,11 @@ DEVTAP_FUNC std::vector<device*> checked_receiver_devices(const receiver_options
     for (auto it = options.backends.begin(); it != options.backends.end(); ++it) {
       if (std::find(options.backends.begin(), it, *it) != it)  // (else its first device is "listed twice")
         throw std::invalid_argument("devtap: receiver '" + name + "': backend '" + *it + "' is listed twice");
-      for (device* d : devtap::devices(*it)) devs.push_back(d);
+      try {
+        for (device* d : devtap::devices(*it)) devs.push_back(d);
+      } catch (const backend_error& e) {  // (the registry's message names no receiver)
+        throw backend_error("devtap: receiver '" + name + "': receiver_options.backends: " + e.what());
+      }
     }
   } else if (devs.empty()) {
     for (client* c : devtap::backends())
