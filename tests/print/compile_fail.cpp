@@ -2,7 +2,9 @@
 // -DDEVTAP_CONTROL each case is its sound twin and compiles (tests/print/meson.build).
 #include <devtap/print.hpp>
 
+#include <memory>
 #include <string>
+#include <string_view>
 
 void cases(const devtap::printer& out) {
 #if defined(DEVTAP_PRINT_CASE_too_many)
@@ -89,6 +91,16 @@ void cases(const devtap::printer& out) {
   devtap::print<without_nul>(out);
   (void)with_nul;
 #  endif
+#elif defined(DEVTAP_PRINT_CASE_move_only_sink)
+  // A sink callable that cannot be copied (it is kept in a std::function): devtap's message, not
+  // only the standard library's.
+  (void)out;
+#  if defined(DEVTAP_CONTROL)
+  const devtap::print_sink sink([held = std::make_shared<int>(0)](std::string_view) { (void)held; });
+#  else
+  const devtap::print_sink sink([held = std::make_unique<int>(0)](std::string_view) { (void)held; });
+#  endif
+  (void)sink;
 #else
 #  error "no DEVTAP_PRINT_CASE_ given"
 #endif

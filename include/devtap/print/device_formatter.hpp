@@ -268,6 +268,10 @@ private:
   }
 
   void write(const device& dev) {
+    if (given_up_here()) {  // close() gave up on this device: nothing more reaches the trace or a sink,
+      add(counters_->write_errors, 1);  // however many held lines a definition released (FILE too)
+      return bump(counters_->lines);
+    }
     if (state_->trace_line)
       state_->trace_line(dev, time_ns_, std::string_view(line_.data(), line_.size() - (line_.size() == 0 ? 0 : 1)));
     const print_sink& sink = state_->options.sink;

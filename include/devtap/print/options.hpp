@@ -41,6 +41,9 @@ public:
     requires(!std::is_convertible_v<F, std::FILE*> &&
              (std::is_invocable_v<F&, std::string_view, const device&> || std::is_invocable_v<F&, std::string_view>))
   print_sink(F fn) {  // NOLINT: implicit, so `.sink = [&](std::string_view line) {...}` reads well
+    static_assert(std::is_copy_constructible_v<F>,
+                  "devtap::print_sink: the callable must be copyable (it is kept in a std::function); "
+                  "hold what cannot be copied by std::shared_ptr");
     // Remembered rather than wrapped: a wrapped empty function would only fail at the first line.
     if constexpr (is_nullable<F>::value) {
       if (fn == nullptr) {
