@@ -62,11 +62,11 @@ constexpr const char* call_errc_name(call_errc error) noexcept {
   const auto i = static_cast<std::uint32_t>(error);
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown call_errc";
 }
-/** What a user's exception says: its what(), or a stand-in where that is null or empty (a user type
- *  may override what() badly; its message is read on a reader thread, which must not crash). */
+/** What a user's exception says: its what(), or a stand-in where that is null (a user type may
+ *  override what() badly; its message is read on a reader thread, which must not crash). */
 inline const char* message_of(const std::exception& e) noexcept {
   const char* what = e.what();
-  return what != nullptr && *what != '\0' ? what : "an exception with no message";
+  return what != nullptr ? what : "an exception with no message";
 }
 }  // namespace detail
 

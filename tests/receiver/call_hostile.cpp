@@ -226,6 +226,46 @@ TEST_CASE("hostile call: a handler that throws a non-std exception fails that ca
   }
 }
 
+// A user exception whose what() is null: the caller and close() say so (strlen(nullptr) on the
+// reader before; helper report of session 35).
+struct no_message : std::exception {
+  const char* what() const noexcept override { return nullptr; }
+};
+
+TEST_CASE("hostile call: a handler's exception whose what() is null is reported as one with no message") {
+  watchdog dog("null what", 10s);
+  quiet_log quiet;
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto odd = rx.serve<int, int>([](const int& v) -> int {
+    if (v <= 1) throw no_message();
+    return v;
+  });
+  const auto count = rx.attach<short>([](const short& v) {
+    if (v == 0) throw no_message();
+  }, "count");
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    for (int v : {0, 1}) {
+      try {
+        ctx.call(odd, v);
+        FAIL("no call_error");
+      } catch (const devtap::call_error& e) {
+        CHECK(e.code() == devtap::call_errc::handler_failed);
+        CHECK_THAT(e.what(), Catch::Contains("an exception with no message"));
+      }
+    }
+    CHECK(ctx.call(odd, 2) == 2);
+    ctx.tap(count, short{0});
+  });
+  try {
+    rx.close();
+    FAIL("close() did not report the failures");
+  } catch (const devtap::tap_error& e) {
+    REQUIRE(e.failures().size() == 3);
+    for (const auto& f : e.failures()) CHECK(f.message == "an exception with no message");
+  }
+}
+
 // docs/call.md: "a handler that takes or returns other types than the caller's point says so
 // (call_errc::type_mismatch), it never decodes the bytes as something else" and "counted in
 // type_mismatches, reported by close()". A request of the right type whose bool is neither 0 nor 1
