@@ -197,7 +197,7 @@ bool wait_while_moving(const std::atomic<std::uint64_t>& calls_returned, Done do
 // Records the readers posted to a merge, by device, until it takes them in under its lock: the
 // first of a reader's two steps (device_reader::pass_on_staged). Under a lock of their own, which no
 // call into the consumer holds: a reader never waits behind a call to post, and the merge sees every
-// record a reader has read before it next takes that device for quiet.
+// record a reader has posted before it next takes that device for quiet.
 class merge_posts {
 public:
   explicit merge_posts(std::size_t devices) : by_device_(devices) {}

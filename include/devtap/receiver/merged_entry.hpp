@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stop_token>
 #include <thread>
 #include <tuple>
@@ -84,7 +85,10 @@ public:
     staged.records.emplace_back(stamp.stamped ? stamp : record_stamp{stamp_now_ns(), stamp.sequence, false}, payload,
                                 size);
     staged.bytes += staged.records.back().footprint();
-    if (staged.records.size() == stage_limit || staged.bytes >= core_->hold_limit / 2) post_staged(device_index);
+    if (staged.records.size() == stage_limit || staged.bytes >= core_->hold_limit / 2) try {
+        post_staged(device_index);
+      } catch (const std::bad_alloc&) {  // they stay set aside, for the reader's next pass (this one is kept)
+      }
     return delivery::held;
   }
   void post_staged(std::size_t device_index) override {
@@ -168,14 +172,14 @@ private:
     // counted, never delivered).
     void hand_in(std::size_t device_index, bool lost) {
       merge_staging& from = staged[device_index];
-      from.posted = false;
       std::unique_lock lock(mutex);
       if (lost || closed.load(std::memory_order_acquire)) {  // (closed: a reader blocked here till close() was done)
         if (const std::size_t n = from.records.size() + posts.drop(device_index); n != 0) sink.lost(device_index, n);
-        from.records.clear(), from.bytes = 0;
+        from.records.clear(), from.bytes = 0, from.posted = false;
         return;
       }
-      posts.take_into(queues, looks);
+      posts.take_into(queues, looks);  // (a bad_alloc leaves them posted, and `posted` says so)
+      from.posted = false;
       merge_queue& q = queues[device_index];
       deliver_ready();
       // The helper sleeps until something is held; while records are held it looks by itself, so a
