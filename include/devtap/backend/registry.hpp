@@ -334,7 +334,7 @@ private:
       throw backend_error(detail::format_message(
           "Backend '{}' was asked for during its own initialisation, by the create() of backend{} {} on another thread, "
           "which it waits for: their create()s ask for each other", entries_[index].name, ring.size() > 2 ? "s" : "",
-          detail::join(std::span(ring).subspan(1), [this](std::size_t i) { return "'" + std::string(entries_[i].name) + "'"; })));
+          detail::join(std::span(ring).subspan(1), [](std::size_t i) { return "'" + std::string(entries_[i].name) + "'"; })));
     // The callable never throws: libstdc++'s call_once can hang other waiters after a throwing
     // callable (the reason PyTorch wrote its own). The outcome is stored instead.
     std::call_once(s.once, [this, index, &s]() noexcept { initialise(index, s); });
