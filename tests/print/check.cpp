@@ -188,6 +188,8 @@ TEST_CASE("argument descriptors") {
   STATIC_REQUIRE(print_arg_check<int[2][2]>() == print_check::nested_array);
   STATIC_REQUIRE(print_arg_check<std::string>() == print_check::unsupported_type);
   STATIC_REQUIRE(print_arg_check<std::vector<int>>() == print_check::unsupported_type);
+  STATIC_REQUIRE(print_arg_check<int()>() == print_check::function_argument);  // a function's name
+  STATIC_REQUIRE(print_arg_check<int (*)()>() == print_check::ok);             // its address
   // volatile: a scalar is read once as a plain value; arrays and spans travel as raw bytes
   STATIC_REQUIRE(print_arg_check<volatile int>() == print_check::ok);
   STATIC_REQUIRE(print_arg_check<volatile int[2]>() == print_check::volatile_elements);
@@ -217,14 +219,14 @@ TEST_CASE("a char-array format must end with its NUL right after its text") {
 
 TEST_CASE("every verdict has its own message (the compile error and the host's error line)") {
   std::vector<std::string> seen;
-  for (unsigned c = 1; c <= static_cast<unsigned>(print_check::unsupported_type); ++c) {
+  for (unsigned c = 1; c <= static_cast<unsigned>(print_check::function_argument); ++c) {
     const std::string text = print_check_text(static_cast<print_check>(c));
     INFO(c << ": " << text);
     CHECK(text != "?");
     CHECK(std::find(seen.begin(), seen.end(), text) == seen.end());
     seen.push_back(text);
   }
-  CHECK(seen.size() == 25);
+  CHECK(seen.size() == 26);
 }
 
 TEST_CASE("format ids are pinned (nvcc's device pass computes the same)") {

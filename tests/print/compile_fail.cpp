@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+int step_count();  // (function_name)
+
 void cases(const devtap::printer& out) {
 #if defined(DEVTAP_PRINT_CASE_too_many)
 #  if defined(DEVTAP_CONTROL)
@@ -101,6 +103,14 @@ void cases(const devtap::printer& out) {
   const devtap::print_sink sink([held = std::make_unique<int>(0)](std::string_view) { (void)held; });
 #  endif
   (void)sink;
+#elif defined(DEVTAP_PRINT_CASE_function_name)
+  // A function's name where its result or its address was meant: its own message, not the list of
+  // supported types.
+#  if defined(DEVTAP_CONTROL)
+  devtap::print<"{} {}">(out, step_count(), &step_count);
+#  else
+  devtap::print<"{}">(out, step_count);
+#  endif
 #else
 #  error "no DEVTAP_PRINT_CASE_ given"
 #endif

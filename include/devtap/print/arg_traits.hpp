@@ -73,6 +73,7 @@ DEVTAP_HOST_DEVICE constexpr print_check print_scalar_check() {
 #endif
   if constexpr (is_wide_char_v<U>) return print_check::wide_char;
   if constexpr (std::is_array_v<U>) return print_check::nested_array;
+  if constexpr (std::is_function_v<U>) return print_check::function_argument;  // a function's name, not &f
   return print_scalar_kind<U>() == print_kind::invalid ? print_check::unsupported_type : print_check::ok;
 }
 

@@ -39,7 +39,8 @@
   X(null_elements, "arrays and spans of std::nullptr_t are not supported (every element is null)")             \
   X(unsupported_type, "unsupported argument type (supported: bool, char, integers up to 64 bits, float, "      \
                       "double, enums, pointers, fixed-size arrays, std::array and std::span of those, "        \
-                      "std::string_view; a std::string: pass std::string_view(s), a vector: std::span(v))")
+                      "std::string_view; a std::string: pass std::string_view(s), a vector: std::span(v))")    \
+  X(function_argument, "a function cannot be sent: call it and print its result, or print its address as &f")
 
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
