@@ -1,8 +1,9 @@
 #pragma once
 /** The ring's layout: what every word means and where it lives. The whole protocol is this folder:
- *  layout.hpp (here), produce.hpp (claim, commit, abort, the blocking claim), read.hpp (peek,
- *  release, publish), wake.hpp (who sleeps, who wakes whom), close.hpp (closing, end of stream),
- *  memory.hpp (allocation). docs/ring.md draws it on one page.
+ *  layout.hpp (here), produce.hpp (claim, commit, abort, the blocking claim), owner.hpp (the
+ *  owned claim: one host thread's claims without a locked instruction), read.hpp (peek, release,
+ *  publish), wake.hpp (who sleeps, who wakes whom), close.hpp (closing, end of stream), memory.hpp
+ *  (allocation). docs/ring.md draws it on one page.
  *
  * Memory: `data` is `capacity` bytes (a power of two). Positions are 64-bit byte counts that never
  * wrap; they are compared by difference, so `tail - head <= capacity` holds across the 2^64 wrap too.
@@ -19,7 +20,8 @@
  *   kind padding    skip to the end of the ring: the tail end before a wrap (only its stamp is written)
  *   kind discard    skip `length` bytes: an aborted claim
  *
- * Producer: try_claim (CAS on tail, pad at the wrap) -> write payload -> commit (or abort).
+ * Producer: try_claim (CAS on tail, or a plain store by the ring's owner; pad at the wrap) -> write
+ * payload -> commit (or abort).
  * Reader: peek the stamp at head -> consumer step -> release (advance its private head; the head is
  * published in batches, one store for many records). Only the atomics differ between cpu and CUDA: the `Atomics`
  * policy says where each word lives (see host_atomics here, cuda_atomics in devtap/cuda). */
@@ -116,6 +118,8 @@ static_assert(sizeof(reply_slot) == reply_slot_bytes);
 struct ring_producer_side {                // cpu: host memory; CUDA: device memory
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
   std::uint64_t taps = 0;                  // taps and calls made, dropped ones too (timestamps on): on the tail's line
+  std::uint64_t owner_claim_open = 0;      // the owner's plain claim under way starts at this - 1; none when
+                                           // this is not above the tail (owner.hpp)
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
   std::uint64_t big_claim = 0;  // a blocked claim above half the ring waits: the others wait behind it (produce.hpp)
   alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
@@ -123,6 +127,10 @@ struct ring_producer_side {                // cpu: host memory; CUDA: device mem
   std::uint32_t slot_waiters = 0;       // callers waiting for a slot: a newcomer queues behind them
   std::uint32_t slot_tickets_issued = 0;  // the next waiter's ticket
   std::uint32_t slot_tickets_served = 0;  // waiters that got a slot: tickets up to it + the window may try
+  // Host claims (owner.hpp): claim_unowned, the owning thread's token (its claims are plain stores),
+  // claim_switching or claim_shared. Read by every host claim, written once or twice: a line of its
+  // own, away from the tail that shared claims fight over.
+  alignas(64) std::uint64_t claim_owner = 0;
 };
 
 struct ring_consumer_side {                   // host memory (pinned and mapped for CUDA)

@@ -1,6 +1,7 @@
 #pragma once
 /** Where a ring's words live. A device allocates its ring through `device::allocate_ring`. */
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/owner.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -60,8 +61,9 @@ struct ring_allocation {
    *  Empty when the position could not be read by `deadline` (a GPU whose copy engine does not answer). */
   virtual std::optional<std::uint64_t> claimed_position(std::chrono::steady_clock::time_point deadline) const {
     (void)deadline;  // host memory: read at once
-    // seq_cst: an abandoned reader counts up to here (partner: host_tap's ring_closed after its claim).
-    return std::atomic_ref<std::uint64_t>(host.producer->tail).load(std::memory_order_seq_cst);
+    // seq_cst, and fenced for an owner's plain claim: an abandoned reader counts up to here (partner:
+    // host_tap's ring_closed after its claim).
+    return claimed_tail(host);
   }
 };
 

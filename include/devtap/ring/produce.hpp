@@ -3,6 +3,7 @@
  *  an overflow_policy. Every producer runs these functions — cpu threads with host_atomics,
  *  CUDA threads with cuda_atomics — so the protocol exists once. Layout: layout.hpp. */
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/owner.hpp>
 #include <devtap/ring/wake.hpp>
 
 #include <cstdint>
@@ -18,9 +19,42 @@ namespace detail {
  *  or a host claim about to sleep), the ring is full to every other claim but those
  *  `past_big_claim`: that claim's own, and a tap from the receiver's own threads, which cannot wait. */
 DEVTAP_NO_EXEC_CHECK
+template <class Atomics, bool Plain>
+DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, bool past_big_claim);
+
+/** A host claim by a thread that does not own the ring: a CAS, after the ownership step
+ *  (not_owner_claim). Out of line, so the owner's claim stays small where it is inlined. */
+template <class Atomics>
+[[gnu::noinline]] bool try_claim_not_owner(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
+                                           bool past_big_claim) {
+  not_owner_claim(ring);
+  return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
+}
+
+DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
                                   bool past_big_claim = false) {
+  if constexpr (Atomics::wakes_reader) {  // host producers: the ring's owner claims without a lock (owner.hpp)
+    // Shared for good: a CAS at once (through the owner's look first, 4 producers lost a fifth).
+    if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_relaxed) == claim_shared)
+      return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
+    if (begin_owner_claim(ring)) [[likely]] {
+      const bool claimed = try_claim_tail<Atomics, true>(ring, bytes, pos, past_big_claim);
+      if (!claimed) end_owner_claim(ring);
+      return claimed;
+    }
+    return try_claim_not_owner<Atomics>(ring, bytes, pos, past_big_claim);
+  } else {
+    return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
+  }
+}
+
+/** try_claim's work. `Plain`: this thread owns the ring's claims and has marked its claim
+ *  (begin_owner_claim), so no other thread moves the tail meanwhile. */
+DEVTAP_NO_EXEC_CHECK
+template <class Atomics, bool Plain>
+DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, bool past_big_claim) {
   typename Atomics::template producer_ref<std::uint64_t> tail(ring.producer->tail);
   typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
   // Relaxed: only fairness depends on it (partner: claim's take and release of it).
@@ -44,8 +78,15 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
     // acq_rel: a claim after the end-of-stream claim sees `closed` (close.hpp sets it first).
     // seq_cst where the reader may sleep: this CAS and commit()'s look at `reader_sleeping` pair
     // with reader_sleep's flag-then-tail check (wake.hpp), so no commit needs a locked store of its own.
+    // The owner's plain store has neither: claimed_tail's heavy fence stands in (owner.hpp), and
+    // a claim by another thread ends the ownership before its CAS.
     constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
-    if (!tail.compare_exchange_weak(t, t + span, order, Atomics::relaxed)) continue;
+    if constexpr (Plain) {
+      // Padding alone: the mark moves up first, so the claim still looks under way (owner.hpp).
+      if (span != pad + bytes) mark_owner_claim(ring, t + span + 1);
+      tail.store(t + span, Atomics::release);  // release: after the mark (partner: owner_claim_under_way)
+    } else if (!tail.compare_exchange_weak(t, t + span, order, Atomics::relaxed))
+      continue;
     if (pad != 0)  // the wrap: the rest of the ring becomes one padding record (partner: inspect, read.hpp)
       typename Atomics::template shared_ref<std::uint64_t>(ring.header_at(t)->stamp)
           .store(ring.stamp(t, stamp_padding), Atomics::release);

@@ -4,7 +4,8 @@
  *  - the reader sleeps on `doorbell` (reader_sleep) after setting `reader_sleeping` and looking at
  *    the tail once more; a commit (produce.hpp) that finds the flag set clears it and rings
  *    (ring_sleeping_reader). The claim's seq_cst CAS and the reader's seq_cst flag store form a
- *    Dekker pair: either the reader sees the claim, or the commit sees the flag.
+ *    Dekker pair: either the reader sees the claim, or the commit sees the flag. An owner's plain
+ *    claim (owner.hpp) has no fence: the reader's look at the tail fences for it (claimed_tail).
  *  - a blocked host producer sleeps on `doorbell_space` (host_wait) after counting itself in
  *    `producers_waiting` and trying once more; the reader's publish (read.hpp) that sees a waiter
  *    bumps the epoch (wake_producers). Same Dekker pair, on the head instead of the tail.
@@ -12,6 +13,7 @@
  * CUDA producers cannot be woken by the host, nor wake it: they poll with `__nanosleep` backoff
  * (device_wait), and the reader polls their ring (ring_allocation::producers_wake_reader). */
 #include <devtap/ring/layout.hpp>
+#include <devtap/ring/owner.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -58,6 +60,8 @@ template <class Atomics>
 DEVTAP_HOST_DEVICE void ring_sleeping_reader(const ring_view& ring) noexcept {
   if constexpr (Atomics::wakes_reader) {
     typename Atomics::template shared_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
+    // Light half for an owner's claim: the stores before stay before the look (partner: claimed_tail).
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     if (sleeping.load(Atomics::seq_cst) != 0 && sleeping.exchange(0, Atomics::seq_cst) != 0) {
       typename Atomics::template shared_ref<std::uint32_t> bell(ring.consumer->doorbell);
       bell.fetch_add(1, Atomics::seq_cst);
@@ -75,8 +79,7 @@ bool reader_sleep(const ring_view& ring, std::uint64_t reader_position, StayAwak
   std::atomic_ref<std::uint32_t> sleeping(ring.consumer->reader_sleeping);
   const std::uint32_t seen = bell.load(std::memory_order_seq_cst);
   sleeping.store(1, std::memory_order_seq_cst);  // pairs with try_claim's seq_cst CAS (produce.hpp)
-  const bool claimed =
-      std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_seq_cst) != reader_position;
+  const bool claimed = claimed_tail(ring) != reader_position;  // (or the owner's plain store: owner.hpp)
   if (!claimed && !stay_awake()) {
     bell.wait(seen, std::memory_order_seq_cst);
     reader_just_woke = true;

@@ -1,0 +1,145 @@
+#pragma once
+/** The owned claim: host producers only. A ring's first host producer thread owns its claims and
+ *  moves the tail with a plain store instead of a locked CAS, whose full barrier made each claim
+ *  wait for the previous record's stores to reach the reader's CPU (docs/ring.md, "The owned
+ *  claim"). The first claim by any other thread ends the ownership for the ring's life: from then
+ *  on every claim is a CAS, as before.
+ *
+ *  The plain store has no fence of its own, so the three Dekker pairs that relied on the CAS's
+ *  (a claim against the reader's sleep, against close()'s count of what was claimed, and against
+ *  another producer's claim) get their fence from the other side: a membarrier (heavy_fence),
+ *  which orders the owner's stores as if it had fenced. Where the kernel has none, no thread ever
+ *  owns a ring. */
+#include <devtap/ring/layout.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#if defined(__linux__)
+#  include <linux/membarrier.h>
+#  include <sys/syscall.h>
+#  include <unistd.h>
+#endif
+
+DEVTAP_BEGIN_NAMESPACE
+namespace detail {
+
+// ring_producer_side::claim_owner: one of these, or the owning thread's claim token.
+inline constexpr std::uint64_t claim_unowned = 0;    // no host claim yet
+inline constexpr std::uint64_t claim_switching = 1;  // a second thread is ending the ownership
+inline constexpr std::uint64_t claim_shared = 2;     // every claim is a CAS (for good)
+
+/** This thread's claim token: the address of a thread-local, so never 0, 1 or 2, and unique among
+ *  live threads (a token reused after its thread ended names no claim in progress). */
+inline std::uint64_t this_thread_claim_token() noexcept {
+  static thread_local const char token = 0;
+  return reinterpret_cast<std::uintptr_t>(&token);
+}
+
+/** Whether this process can fence other threads' CPUs (membarrier, private expedited; Linux 4.14,
+ *  and not refused by a seccomp filter). Registered on the first call. */
+inline bool heavy_fence_available() noexcept {
+#if defined(__linux__) && defined(__NR_membarrier)
+  static const bool available = [] {
+    const long commands = ::syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+           ::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
+/** A full fence on every CPU running a thread of this process: the heavy half of an asymmetric
+ *  Dekker pair whose light half is a compiler fence (begin_owner_claim, ring_sleeping_reader). Only
+ *  called where a ring is owned, which needs heavy_fence_available(): registered, it cannot fail. */
+inline void heavy_fence() noexcept {
+#if defined(__linux__) && defined(__NR_membarrier)
+  ::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+/** Whether the owner's plain claim is under way: it marked the tail it claims from (+ 1) and has not
+ *  stored the tail past it. The tail is read first: a tail its padding moved comes after the mark
+ *  that covers it (partner: try_claim_tail's order of the two stores). */
+inline bool owner_claim_under_way(const ring_view& ring) noexcept {
+  const std::uint64_t tail = std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_acquire);
+  const std::uint64_t mark = std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).load(std::memory_order_acquire);
+  return static_cast<std::int64_t>(mark - tail) > 0;
+}
+
+/** Ends the ring's ownership (a claim by a thread that does not own it): waits for an owner's plain
+ *  claim already under way, so every claim from here on is a CAS on the tail it left. Once per ring. */
+inline void end_claim_ownership(const ring_view& ring) noexcept {
+  std::atomic_ref<std::uint64_t> owner(ring.producer->claim_owner);
+  for (unsigned spins = 0;; ++spins) {
+    std::uint64_t seen = owner.load(std::memory_order_acquire);
+    if (seen == claim_shared) return;
+    if (seen != claim_switching && owner.compare_exchange_strong(seen, claim_switching, std::memory_order_acq_rel)) {
+      // The owner either sees `claim_switching` at its next look, or the mark of the claim it
+      // began is visible now (partner: begin_owner_claim's light fence).
+      heavy_fence();
+      while (owner_claim_under_way(ring)) std::this_thread::yield();
+      owner.store(claim_shared, std::memory_order_release);  // partner: the acquire load above, and claimed_tail's
+      return;
+    }
+    if (spins > 64) std::this_thread::yield();  // another thread switches, and may be descheduled
+  }
+}
+
+/** The owner's mark: its plain claim from `tail_plus_one - 1` is under way. Release: an earlier
+ *  tail store before it (partner: owner_claim_under_way). */
+inline void mark_owner_claim(const ring_view& ring, std::uint64_t tail_plus_one) noexcept {
+  std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).store(tail_plus_one, std::memory_order_release);
+}
+
+/** Whether this thread owns the ring's claims; if so, its plain claim is now under way (marked)
+ *  until it stores a tail past the mark, or ends it (end_owner_claim). Short, for the hot path:
+ *  anything else is not_owner_claim's. */
+inline bool begin_owner_claim(const ring_view& ring) noexcept {
+  std::atomic_ref<std::uint64_t> owner(ring.producer->claim_owner);
+  const std::uint64_t me = this_thread_claim_token();
+  if (owner.load(std::memory_order_relaxed) != me) return false;
+  const std::uint64_t tail = std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_relaxed);
+  mark_owner_claim(ring, tail + 1);
+  // Light half: the mark before the look (partner: end_claim_ownership's heavy_fence).
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (owner.load(std::memory_order_relaxed) == me) return true;
+  mark_owner_claim(ring, tail);  // another thread ends the ownership: this claim is a CAS
+  return false;
+}
+
+/** After an owner's plain claim that stored no tail past its mark (a full ring, perhaps behind
+ *  padding it did claim): no claim is under way any more. */
+inline void end_owner_claim(const ring_view& ring) noexcept {
+  mark_owner_claim(ring, std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_relaxed));
+}
+
+/** A host claim by a thread that does not own the ring (or not yet): the first one takes the
+ *  ownership (where heavy_fence works), any other ends another thread's, once. This claim itself
+ *  is a CAS either way. */
+inline void not_owner_claim(const ring_view& ring) noexcept {
+  std::atomic_ref<std::uint64_t> owner(ring.producer->claim_owner);
+  std::uint64_t seen = owner.load(std::memory_order_relaxed);
+  // Locked: a reader or closer that saw `claim_unowned` (claimed_tail) is ordered before it.
+  if (seen == claim_unowned &&
+      owner.compare_exchange_strong(seen, heavy_fence_available() ? this_thread_claim_token() : claim_shared,
+                                    std::memory_order_seq_cst))
+    return;
+  if (seen != claim_shared && seen != this_thread_claim_token()) end_claim_ownership(ring);
+}
+
+/** The tail, for a look that must see every claim made before a flag this thread has just set
+ *  (seq_cst) was visible: the reader's sleep (`reader_sleeping`), close()'s count of what was
+ *  claimed (`closed`). An owner's plain claim has no fence, so this look fences for it. */
+inline std::uint64_t claimed_tail(const ring_view& ring) noexcept {
+  const std::uint64_t owner = std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_seq_cst);
+  if (owner != claim_unowned && owner != claim_shared) heavy_fence();  // partner: the owner's plain store, then its look
+  return std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_seq_cst);
+}
+
+}  // namespace detail
+DEVTAP_END_NAMESPACE

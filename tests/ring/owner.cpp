@@ -1,0 +1,206 @@
+// The owned claim (include/devtap/ring/owner.hpp): the first host thread to claim moves the tail
+// with a plain store; another thread's first claim ends that, once, without losing or overlapping
+// a claim; an owner's claim that fails leaves none under way; and a reader that sleeps is woken
+// by an owner's commit (the membarrier stands in for the CAS's fence).
+#include <devtap/ring/memory.hpp>
+#include <devtap/ring/produce.hpp>
+#include <devtap/ring/read.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+using namespace devtap::detail;
+
+namespace {
+std::uint64_t owner_word(const ring_view& ring) {
+  return std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_acquire);
+}
+
+// One record of `payload` bytes (at least 8) carrying (producer, sequence).
+bool write_numbered(const ring_view& ring, std::uint32_t producer, std::uint32_t sequence, std::uint32_t payload = 8) {
+  std::uint64_t pos;
+  if (!try_claim<host_atomics>(ring, record_bytes(payload), pos)) return false;
+  const std::uint32_t words[2] = {producer, sequence};
+  std::memcpy(ring.payload_at(pos), words, sizeof words);
+  commit<host_atomics>(ring, pos, 1, 0, payload);
+  return true;
+}
+
+// Reads `expected` records from producers 0 and 1, each in its own order; false on anything else.
+bool read_numbered(ring_reader& reader, std::uint64_t expected) {
+  std::uint32_t next[2] = {0, 0};
+  for (std::uint64_t seen = 0; seen < expected;) {
+    const record_ref rec = reader.peek();
+    if (rec.kind == record_kind::empty) {
+      reader.publish();
+      std::this_thread::yield();
+      continue;
+    }
+    if (rec.kind == record_kind::malformed) return false;
+    if (rec.kind == record_kind::data) {
+      std::uint32_t words[2];
+      std::memcpy(words, rec.payload, sizeof words);
+      if (words[0] > 1 || words[1] != next[words[0]]) return false;
+      ++next[words[0]];
+      ++seen;
+    }
+    reader.release(rec);
+  }
+  reader.publish();
+  return reader.peek().kind == record_kind::empty;
+}
+}  // namespace
+
+TEST_CASE("owner: the first thread to claim owns the ring's claims; another thread's claim ends that for good") {
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  CHECK(owner_word(ring) == claim_unowned);
+  REQUIRE(write_numbered(ring, 0, 0));
+  // Where this kernel (or a seccomp filter) offers no membarrier, no thread ever owns a ring.
+  CHECK(owner_word(ring) == (heavy_fence_available() ? this_thread_claim_token() : claim_shared));
+  CHECK_FALSE(owner_claim_under_way(ring));
+  std::thread([&] { REQUIRE(write_numbered(ring, 1, 0)); }).join();
+  CHECK(owner_word(ring) == claim_shared);
+  REQUIRE(write_numbered(ring, 0, 1));  // the former owner's claims are CASes now
+  CHECK(owner_word(ring) == claim_shared);
+  ring_reader reader(mem.host);
+  CHECK(read_numbered(reader, 3));
+}
+
+TEST_CASE("owner: another thread's first claim waits for the owner's claim under way, then claims after it") {
+  if (!heavy_fence_available()) {
+    WARN("no membarrier here: no thread owns a ring");
+    return;
+  }
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  REQUIRE(write_numbered(ring, 0, 0));
+  REQUIRE(begin_owner_claim(ring));  // the owner between its mark and its tail store, held there
+  auto second = std::async(std::launch::async, [&] {
+    std::uint64_t pos = 0;
+    const bool claimed = try_claim<host_atomics>(ring, record_bytes(8), pos);
+    return claimed ? pos : ~std::uint64_t{0};
+  });
+  CHECK(second.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  CHECK(owner_word(ring) == claim_switching);
+  std::uint64_t pos = 0;
+  REQUIRE(try_claim_tail<host_atomics, true>(ring, record_bytes(8), pos, false));  // the owner's plain store
+  REQUIRE(second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(second.get() == pos + record_bytes(8));  // after the owner's claim, not over it
+  CHECK(owner_word(ring) == claim_shared);
+}
+
+TEST_CASE("owner: a second thread's first claim racing the owner's claims loses and overlaps none") {
+  constexpr std::uint32_t each = 3000;
+  for (int round = 0; round < 40; ++round) {
+    host_ring_allocation mem(4096);  // small: claims wrap, pad and wait for space throughout
+    const ring_view& ring = mem.producer;
+    REQUIRE(write_numbered(ring, 0, 0));  // producer 0 owns the ring
+    std::atomic<bool> go{false};
+    auto produce = [&](std::uint32_t producer, std::uint32_t first) {
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (std::uint32_t i = first; i < each; ++i) {
+        const std::uint32_t payload = 8 + (i % 7) * 8;  // sizes that land the wrap anywhere
+        while (!write_numbered(ring, producer, i, payload)) std::this_thread::yield();
+      }
+    };
+    std::thread owner(produce, 0, 1);
+    std::thread second([&] {
+      // Start a little later each round: the switch meets the owner at another point of its claim.
+      for (int k = 0; k < round * 50; ++k) std::this_thread::yield();
+      produce(1, 0);
+    });
+    go.store(true, std::memory_order_release);
+    ring_reader reader(mem.host);
+    const bool in_order = read_numbered(reader, 2 * std::uint64_t{each});
+    owner.join();
+    second.join();
+    INFO("round " << round);
+    REQUIRE(in_order);
+    CHECK(owner_word(ring) == claim_shared);
+  }
+}
+
+TEST_CASE("owner: an owner's claim that finds the ring full leaves no claim under way, with padding or without") {
+  host_ring_allocation mem(256);
+  const ring_view& ring = mem.producer;
+  ring_reader reader(mem.host);
+  for (std::uint32_t i = 0; i < 4; ++i) REQUIRE(write_numbered(ring, 0, i, 40));  // 4 x 64 bytes: full
+  std::uint64_t pos;
+  CHECK_FALSE(try_claim<host_atomics>(ring, record_bytes(8), pos));
+  CHECK_FALSE(owner_claim_under_way(ring));
+  for (int i = 0; i < 2; ++i) reader.release(reader.peek());  // head 128
+  reader.publish();
+  // A tail at 256, offset 0... move it to offset 192 first: one record of 64 bytes after two freed.
+  REQUIRE(write_numbered(ring, 0, 4, 40));  // tail 320 (offset 64); head 128: 64 bytes free
+  for (int i = 0; i < 2; ++i) reader.release(reader.peek());  // head 256
+  reader.publish();
+  REQUIRE(write_numbered(ring, 0, 5, 40));  // tail 384 (offset 128)
+  REQUIRE(write_numbered(ring, 0, 6, 40));  // tail 448 (offset 192); head 256: 64 bytes free
+  // 200 bytes (above half the ring) at offset 192: its 64 bytes of padding are claimed alone, then
+  // the record finds no room: the owner's claim ends with only the padding stored.
+  CHECK_FALSE(try_claim<host_atomics>(ring, 200, pos));
+  CHECK(std::atomic_ref<std::uint64_t>(ring.producer->tail).load() == 512);
+  CHECK_FALSE(owner_claim_under_way(ring));
+  if (heavy_fence_available()) CHECK(owner_word(ring) == this_thread_claim_token());
+  // So another thread's first claim does not wait for a claim that is over.
+  for (int i = 0; i < 3; ++i) reader.release(reader.peek());  // 4, 5, 6
+  reader.publish();
+  auto second = std::async(std::launch::async, [&] { return write_numbered(ring, 1, 0); });
+  REQUIRE(second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(second.get());
+  CHECK(owner_word(ring) == claim_shared);
+  CHECK(reader.peek().kind == record_kind::skip);  // the padding
+  reader.release(reader.peek());
+  const record_ref rec = reader.peek();
+  REQUIRE(rec.kind == record_kind::data);
+  std::uint32_t words[2];
+  std::memcpy(words, rec.payload, sizeof words);
+  CHECK(words[0] == 1);
+}
+
+TEST_CASE("owner: a reader that goes to sleep while the owner claims is woken by the commit") {
+  // No lost wake: the owner commits one record at a time and waits for it to be read, sometimes
+  // long enough for the reader to go to sleep first. A lost wake leaves a record unread.
+  host_ring_allocation mem(4096);
+  const ring_view& ring = mem.producer;
+  REQUIRE(write_numbered(ring, 0, 0));  // this thread owns the ring (where membarrier works)
+  std::atomic<std::uint32_t> read{0};
+  std::atomic<bool> stop{false};
+  std::thread reader_thread([&] {
+    ring_reader reader(mem.host);
+    for (;;) {
+      const record_ref rec = reader.peek();
+      if (rec.kind != record_kind::empty) {
+        reader.release(rec);
+        reader.publish();
+        read.fetch_add(1, std::memory_order_release);
+        continue;
+      }
+      if (stop.load(std::memory_order_acquire)) return;
+      if (reader_sleep(ring, reader.position(), [&] { return stop.load(std::memory_order_seq_cst); }))
+        std::this_thread::yield();  // claimed, not committed yet
+    }
+  });
+  std::uint32_t lost_at = 0;
+  for (std::uint32_t i = 1; i <= 3000 && lost_at == 0; ++i) {
+    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));  // the reader falls asleep
+    REQUIRE(write_numbered(ring, 0, i));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (read.load(std::memory_order_acquire) < i + 1)
+      if (std::chrono::steady_clock::now() > deadline) {
+        lost_at = i;
+        break;
+      }
+  }
+  stop.store(true, std::memory_order_seq_cst);
+  wake_reader(ring);
+  reader_thread.join();
+  CHECK(lost_at == 0);
+}
