@@ -10,10 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <future>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 using namespace devtap::detail;
 
@@ -203,4 +206,66 @@ TEST_CASE("owner: a reader that goes to sleep while the owner claims is woken by
   wake_reader(ring);
   reader_thread.join();
   CHECK(lost_at == 0);
+}
+
+namespace {
+const ring_view* ring_for_handler = nullptr;
+std::atomic<std::uint32_t> handler_sequence{0};
+void tap_from_handler(int) {  // producer 1: a signal handler on the owner's thread
+  const std::uint32_t next = handler_sequence.load(std::memory_order_relaxed);
+  if (write_numbered(*ring_for_handler, 1, next)) handler_sequence.store(next + 1, std::memory_order_relaxed);
+}
+}  // namespace
+
+TEST_CASE("owner: a signal handler that interrupts the owner's claim and claims too is not overwritten") {
+  // The owner's tail store is one instruction that stores only over the tail it read: a handler's
+  // claim in between (the same thread, so the owner too) makes it claim again (hostile review).
+  host_ring_allocation mem(1 << 16);
+  const ring_view& ring = mem.producer;
+  ring_for_handler = &ring;
+  handler_sequence.store(0);
+  struct sigaction action {};
+  action.sa_handler = tap_from_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  struct sigaction before {};
+  REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
+  std::atomic<bool> producing{true};
+  const pthread_t owner = pthread_self();
+  std::thread signaller([&] {
+    while (producing.load()) {
+      pthread_kill(owner, SIGUSR1);
+      for (int k = 0; k < 200; ++k) cpu_relax();
+    }
+  });
+  std::atomic<bool> bad{false};
+  std::atomic<std::uint64_t> read{0};
+  std::thread reader_thread([&] {
+    ring_reader reader(mem.host);
+    std::uint32_t next[2] = {0, 0};
+    while (producing.load() || reader.peek().kind != record_kind::empty) {
+      const record_ref rec = reader.peek();
+      if (rec.kind == record_kind::empty) {
+        reader.publish();
+        continue;
+      }
+      std::uint32_t words[2] = {2, 0};
+      if (rec.kind == record_kind::data) std::memcpy(words, rec.payload, sizeof words);
+      if (rec.kind == record_kind::malformed || (rec.kind == record_kind::data && (words[0] > 1 || words[1] != next[words[0]]++))) {
+        bad.store(true);
+        return;
+      }
+      reader.release(rec);
+      read.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  for (std::uint32_t i = 0; i < 400000 && !bad.load(); ++i)
+    while (!write_numbered(ring, 0, i) && !bad.load()) std::this_thread::yield();
+  producing.store(false);
+  signaller.join();
+  reader_thread.join();
+  sigaction(SIGUSR1, &before, nullptr);
+  INFO("records from the handler: " << handler_sequence.load());
+  CHECK_FALSE(bad.load());
+  CHECK(handler_sequence.load() > 0);
 }

@@ -96,6 +96,25 @@ inline void mark_owner_claim(const ring_view& ring, std::uint64_t tail_plus_one)
   std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).store(tail_plus_one, std::memory_order_release);
 }
 
+/** The owner's tail store: `desired` if the tail still holds `expected`, in one instruction, so a
+ *  signal handler that interrupts the claim and claims too (its thread owns the ring) is never
+ *  overwritten, and without a locked instruction: on x86-64 a cmpxchg without the lock prefix
+ *  (atomic against this CPU's interrupts, not other CPUs': the ownership keeps those out), elsewhere
+ *  a relaxed CAS (no fence either). Release as every x86 store: after the mark. */
+inline bool owner_store_tail(std::uint64_t& tail, std::uint64_t expected, std::uint64_t desired) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  bool stored;
+  asm volatile("cmpxchgq %[desired], %[tail]"
+               : "=@ccz"(stored), [tail] "+m"(tail), "+a"(expected)
+               : [desired] "r"(desired)
+               : "memory");
+  return stored;
+#else
+  return std::atomic_ref<std::uint64_t>(tail).compare_exchange_strong(expected, desired, std::memory_order_release,
+                                                                     std::memory_order_relaxed);
+#endif
+}
+
 /** Whether this thread owns the ring's claims; if so, its plain claim is now under way (marked)
  *  until it stores a tail past the mark, or ends it (end_owner_claim). Short, for the hot path:
  *  anything else is not_owner_claim's. */
