@@ -17,6 +17,8 @@
 #include <vector>
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace devtap::detail;
 
@@ -268,4 +270,36 @@ TEST_CASE("owner: a signal handler that interrupts the owner's claim and claims 
   INFO("records from the handler: " << handler_sequence.load());
   CHECK_FALSE(bad.load());
   CHECK(handler_sequence.load() > 0);
+}
+
+TEST_CASE("owner: in a child of fork(), a claim does not wait for an owner's claim the parent left under way") {
+  if (!heavy_fence_available()) {
+    WARN("no membarrier here: no thread owns a ring");
+    return;
+  }
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  std::atomic<int> step{0};
+  std::thread owner([&] {
+    REQUIRE(write_numbered(ring, 0, 0));  // this thread owns the ring
+    REQUIRE(begin_owner_claim(ring));     // and is between its mark and its tail store
+    step.store(1);
+    while (step.load() != 2) std::this_thread::yield();
+    std::uint64_t pos = 0;
+    CHECK(try_claim_tail<host_atomics, true>(ring, record_bytes(8), pos, false));
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  const pid_t child = fork();
+  if (child == 0) {  // the owner's thread does not exist here: its claim never ends (hostile review: a hang)
+    alarm(10);
+    std::uint64_t pos = 0;
+    _exit(try_claim<host_atomics>(ring, record_bytes(8), pos) ? 0 : 1);
+  }
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  step.store(2);
+  owner.join();
 }

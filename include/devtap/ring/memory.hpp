@@ -72,6 +72,7 @@ struct ring_allocation {
  *  is committed only as records are written. */
 struct host_ring_allocation final : ring_allocation {
   explicit host_ring_allocation(std::uint64_t capacity) : capacity_(capacity) {
+    (void)heavy_fence_available();  // registered here, never first in a claim (owner.hpp)
     producer_side_ = std::make_unique<ring_producer_side>();
     consumer_side_ = std::make_unique<ring_consumer_side>();
 #if defined(__unix__)

@@ -18,6 +18,7 @@
 
 #if defined(__linux__)
 #  include <linux/membarrier.h>
+#  include <pthread.h>
 #  include <sys/syscall.h>
 #  include <unistd.h>
 #endif
@@ -37,14 +38,21 @@ inline std::uint64_t this_thread_claim_token() noexcept {
   return reinterpret_cast<std::uintptr_t>(&token);
 }
 
+/** Set in a child of fork(): an owner's claim the parent left under way never ends there (its
+ *  thread is gone), so a claim in the child does not wait for it (end_claim_ownership). */
+inline std::atomic<bool> claims_forked{false};
+
 /** Whether this process can fence other threads' CPUs (membarrier, private expedited; Linux 4.14,
- *  and not refused by a seccomp filter). Registered on the first call. */
+ *  and not refused by a seccomp filter). Registered on the first call, which every host ring's
+ *  allocation makes (memory.hpp): a claim, which may run in a signal handler, never initialises it. */
 inline bool heavy_fence_available() noexcept {
 #if defined(__linux__) && defined(__NR_membarrier)
   static const bool available = [] {
     const long commands = ::syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    return commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-           ::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    const bool registered = commands > 0 && (commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+                            ::syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    if (registered) ::pthread_atfork(nullptr, nullptr, [] { claims_forked.store(true, std::memory_order_relaxed); });
+    return registered;
   }();
   return available;
 #else
@@ -82,7 +90,7 @@ inline void end_claim_ownership(const ring_view& ring) noexcept {
       // The owner either sees `claim_switching` at its next look, or the mark of the claim it
       // began is visible now (partner: begin_owner_claim's light fence).
       heavy_fence();
-      while (owner_claim_under_way(ring)) std::this_thread::yield();
+      while (owner_claim_under_way(ring) && !claims_forked.load(std::memory_order_relaxed)) std::this_thread::yield();
       owner.store(claim_shared, std::memory_order_release);  // partner: the acquire load above, and claimed_tail's
       return;
     }

@@ -37,7 +37,8 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
                                   bool past_big_claim = false) {
   if constexpr (Atomics::wakes_reader) {  // host producers: the ring's owner claims without a lock (owner.hpp)
     // Shared for good: a CAS at once (through the owner's look first, 4 producers lost a fifth).
-    if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_relaxed) == claim_shared)
+    // Acquire: after the last owner's plain claims (partner: end_claim_ownership's release).
+    if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_acquire) == claim_shared)
       return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
     if (begin_owner_claim(ring)) [[likely]] {
       const bool claimed = try_claim_tail<Atomics, true>(ring, bytes, pos, past_big_claim);
@@ -92,6 +93,9 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
         t = tail.load(Atomics::relaxed);
         continue;
       }
+      // Light half again: the store before this thread's looks at `closed` and `reader_sleeping`
+      // (partner: claimed_tail's heavy fence).
+      std::atomic_signal_fence(std::memory_order_seq_cst);
     } else if (!tail.compare_exchange_weak(t, t + span, order, Atomics::relaxed))
       continue;
     if (pad != 0)  // the wrap: the rest of the ring becomes one padding record (partner: inspect, read.hpp)
