@@ -11,13 +11,6 @@
 DEVTAP_BEGIN_NAMESPACE
 namespace detail {
 
-/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. A record
- *  that does not fit before the end of the ring is preceded by padding to the end; when the
- *  padding and the record together are more than a ring (a record above half the ring), the padding
- *  is claimed and committed alone first, and the record then waits for room from the ring's start.
- *  While a waiting claim holds its turn (`big_claim`, set by claim below: one above half the ring,
- *  or a host claim about to sleep), the ring is full to every other claim but those
- *  `past_big_claim`: that claim's own, and a tap from the receiver's own threads, which cannot wait. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics, bool Plain>
 DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, bool past_big_claim);
@@ -31,6 +24,13 @@ template <class Atomics>
   return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
 }
 
+/** Claims `bytes` (a record_bytes value) at the tail; false if the ring lacks space now. A record
+ *  that does not fit before the end of the ring is preceded by padding to the end; when the
+ *  padding and the record together are more than a ring (a record above half the ring), the padding
+ *  is claimed and committed alone first, and the record then waits for room from the ring's start.
+ *  While a waiting claim holds its turn (`big_claim`, set by claim below: one above half the ring,
+ *  or a host claim about to sleep), the ring is full to every other claim but those
+ *  `past_big_claim`: that claim's own, and a tap from the receiver's own threads, which cannot wait. */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos,
