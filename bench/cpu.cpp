@@ -200,6 +200,17 @@ std::string rate_text(double r) {
   return fmt::format("{:.1f} k", r * 1e-3);
 }
 
+/** The median over all cells of each cell's spread across its runs: high when the machine changed
+ *  speed during the run (a VM moved between hosts' regimes), which neither the load average nor the
+ *  calibration loop at both ends sees. */
+constexpr double max_median_spread = 0.30;
+double median_spread(const std::vector<row>& rows) {
+  std::vector<double> spreads;
+  for (const auto& r : rows)
+    if (r.rate.runs > 1) spreads.push_back(r.rate.spread());
+  return spreads.empty() ? 0.0 : summarize(spreads).median;
+}
+
 void print_table(const std::vector<row>& rows) {
   fmt::print("\nThroughput, end to end (records/s: median of runs [min - max]; ratios of medians; paired: median\n"
              "[q1 - q3] of each run over the best peer's run next to it)\n");
@@ -215,15 +226,12 @@ void print_table(const std::vector<row>& rows) {
                ratio(r.ratio_best_peer), quartiles_text(r.paired_best_peer), ratio(r.ratio_reference),
                r.kind == "devtap" ? ratio(r.ratio_1p) : "", 100 * r.rate.spread());
   }
-  std::vector<double> spreads;
   const row* worst = nullptr;
-  for (const auto& r : rows) {
-    spreads.push_back(r.rate.spread());
+  for (const auto& r : rows)
     if (worst == nullptr || r.rate.spread() > worst->rate.spread()) worst = &r;
-  }
   if (worst != nullptr && worst->rate.runs > 1)
     fmt::print("\nNoise: spread (max - min) / median over {} runs per cell: median {:.1f}%, worst {:.1f}% ({} {} {}P)\n",
-               worst->rate.runs, 100 * summarize(spreads).median, 100 * worst->rate.spread(), worst->impl,
+               worst->rate.runs, 100 * median_spread(rows), 100 * worst->rate.spread(), worst->impl,
                size_name(worst->size), worst->producers);
 }
 
@@ -697,6 +705,9 @@ int main(int argc, char** argv) {
     else if (calibration_end > 1.15 * calibration_start)
       busy = fmt::format("a fixed loop took {:.1f} ms at the end against {:.1f} ms at the start", calibration_end,
                          calibration_start);
+    else if (const double spread = median_spread(rows); spread > max_median_spread)
+      busy = fmt::format("a cell's runs varied by a median {:.0f}% (at most {:.0f}% wanted): the machine changed speed "
+                         "during the run", 100 * spread, 100 * max_median_spread);
     fmt::print("calibration loop: {:.1f} ms at start, {:.1f} ms at end\n", calibration_start, calibration_end);
     if (!o.markdown.empty())
       write_markdown(o.markdown, rows, lat,
