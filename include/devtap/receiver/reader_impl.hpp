@@ -118,6 +118,7 @@ DEVTAP_FUNC void device_reader::run(std::stop_token stop) {
                })) {
       std::this_thread::yield();  // claimed, not yet committed: it will be soon
     }
+    report_heavy_fence_lost();
   }
 }
 

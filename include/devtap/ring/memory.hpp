@@ -1,5 +1,6 @@
 #pragma once
 /** Where a ring's words live. A device allocates its ring through `device::allocate_ring`. */
+#include <devtap/log.hpp>
 #include <devtap/ring/layout.hpp>
 #include <devtap/ring/owner.hpp>
 
@@ -66,6 +67,14 @@ struct ring_allocation {
     return claimed_tail(host);
   }
 };
+
+/** Logs, once, that the kernel refused a membarrier after registration (owner.hpp,
+ *  heavy_fence_lost). Called by readers: a claim, perhaps in a signal handler, cannot log. */
+inline void report_heavy_fence_lost() {
+  if (const int lost = heavy_fence_lost_unreported(); lost != 0) [[unlikely]]
+    log(log_level::warn, "membarrier refused after registration ({}): rings already owned by one thread now wait {} ms at "
+        "each reader sleep and ownership switch, and no ring is owned from now on", std::strerror(lost), settle_fence_ns / 1'000'000);
+}
 
 /** A ring entirely in ordinary host memory: the cpu backend's, and the tests'. The data is
  *  reserved, not touched (an anonymous private mapping), so opening costs nothing per byte and memory

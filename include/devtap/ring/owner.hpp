@@ -13,7 +13,9 @@
 #include <devtap/ring/layout.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <ctime>
 #include <thread>
 
 #if defined(__linux__)
@@ -60,12 +62,46 @@ inline bool heavy_fence_available() noexcept {
 #endif
 }
 
+/** The errno of the first membarrier refused after registration (a seccomp filter installed later,
+ *  ENOMEM), or 0. Once set, no ring becomes owned, and each heavy fence on a ring owned before
+ *  settles instead (heavy_fence); reported once, by a reader (report_heavy_fence_lost). */
+inline std::atomic<int> heavy_fence_lost{0};
+
+/** heavy_fence_lost's errno the first time it is asked for after it was set, else 0: a reader's
+ *  thread logs it (a claim, perhaps in a signal handler, cannot). */
+inline int heavy_fence_lost_unreported() noexcept {
+  static std::atomic<bool> reported{false};
+  const int lost = heavy_fence_lost.load(std::memory_order_relaxed);
+  return lost != 0 && !reported.exchange(true, std::memory_order_relaxed) ? lost : 0;
+}
+
+/** Whether a ring's first host claim may take its ownership now. */
+inline bool rings_can_be_owned() noexcept {
+  return heavy_fence_available() && heavy_fence_lost.load(std::memory_order_relaxed) == 0;
+}
+
+/** How long a settled fence waits: far longer than a store that another CPU has executed takes to
+ *  leave its store buffer (nanoseconds to microseconds; a thread switched out has drained its own). */
+inline constexpr long settle_fence_ns = 1'000'000;
+
 /** A full fence on every CPU running a thread of this process: the heavy half of an asymmetric
  *  Dekker pair whose light half is a compiler fence (begin_owner_claim, ring_sleeping_reader). Only
- *  called where a ring is owned, which needs heavy_fence_available(): registered, it cannot fail. */
+ *  called where a ring is owned, which needs heavy_fence_available(). Should the kernel refuse it
+ *  later, it settles: this CPU fences and waits settle_fence_ns, by which time any store the owner
+ *  made before its look is visible, so the pair still holds, not by the kernel's word but in
+ *  practice. Async-signal-safe (a claim in a handler may end an ownership). */
 inline void heavy_fence() noexcept {
 #if defined(__linux__) && defined(__NR_membarrier)
-  ::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  const int saved_errno = errno;  // a signal handler's caller keeps its errno
+  if (::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) [[unlikely]] {
+    int expected = 0;
+    heavy_fence_lost.compare_exchange_strong(expected, errno != 0 ? errno : EPERM, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    timespec wait{0, settle_fence_ns};
+    while (::nanosleep(&wait, &wait) != 0 && errno == EINTR) {
+    }
+  }
+  errno = saved_errno;
 #endif
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -153,7 +189,7 @@ inline void not_owner_claim(const ring_view& ring) noexcept {
   std::uint64_t seen = owner.load(std::memory_order_relaxed);
   // Locked: a reader or closer that saw `claim_unowned` (claimed_tail) is ordered before it.
   if (seen == claim_unowned &&
-      owner.compare_exchange_strong(seen, heavy_fence_available() ? this_thread_claim_token() : claim_shared,
+      owner.compare_exchange_strong(seen, rings_can_be_owned() ? this_thread_claim_token() : claim_shared,
                                     std::memory_order_seq_cst))
     return;
   if (seen != claim_shared && seen != this_thread_claim_token()) end_claim_ownership(ring);
