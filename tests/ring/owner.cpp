@@ -9,11 +9,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <future>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -310,6 +312,104 @@ TEST_CASE("owner: in a child of fork(), a claim does not wait for an owner's cla
   CHECK(WEXITSTATUS(status) == 0);
   step.store(2);
   owner.join();
+}
+
+TEST_CASE("owner: the owner's stamp numbers and another thread's first stamp: every number once") {
+  // take_host_sequence: the owner counts with a plain store in a marked window, so a second
+  // thread's first stamp must wait for it, or both take the same number (or one is lost).
+  constexpr std::uint64_t each = 20000;
+  for (int round = 0; round < 40; ++round) {
+    host_ring_allocation mem(1024);
+    const ring_view& ring = mem.producer;
+    std::vector<std::uint64_t> owner_numbers, second_numbers;
+    owner_numbers.reserve(each);
+    second_numbers.reserve(each);
+    std::atomic<bool> owned{false};
+    std::thread owner([&] {
+      owner_numbers.push_back(take_host_sequence(ring));  // the first stamp takes the unowned ring
+      owned.store(true);
+      while (owner_numbers.size() < each) owner_numbers.push_back(take_host_sequence(ring));
+    });
+    while (!owned.load()) std::this_thread::yield();
+    for (int k = 0; k < round * 20; ++k) std::this_thread::yield();  // meet the owner elsewhere each round
+    while (second_numbers.size() < each) second_numbers.push_back(take_host_sequence(ring));
+    owner.join();
+    INFO("round " << round);
+    std::vector<std::uint64_t> all(owner_numbers);
+    all.insert(all.end(), second_numbers.begin(), second_numbers.end());
+    std::sort(all.begin(), all.end());
+    bool dense = true;
+    for (std::uint64_t k = 0; k < all.size(); ++k) dense = dense && all[k] == k;
+    REQUIRE(dense);
+    CHECK(std::is_sorted(owner_numbers.begin(), owner_numbers.end()));
+    CHECK(owner_word(ring) == claim_shared);
+  }
+}
+
+TEST_CASE("owner: another thread's first stamp waits for the owner's count under way, then counts after it") {
+  if (!expect_ownership()) return;
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  CHECK(take_host_sequence(ring) == 0);  // this thread owns the ring
+  REQUIRE(begin_owner_claim(ring));      // and is inside a count's window, held there
+  auto second = std::async(std::launch::async, [&] { return take_host_sequence(ring); });
+  CHECK(second.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);
+  std::atomic_ref<std::uint64_t>(ring.producer->taps).store(2, std::memory_order_relaxed);  // the owner's plain count: 1
+  end_owner_claim(ring);
+  REQUIRE(second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(second.get() == 2);  // after the owner's number, not the same one
+  CHECK(owner_word(ring) == claim_shared);
+}
+
+namespace {
+std::atomic<std::uint64_t> stamps_in_handler{0};
+std::uint64_t handler_numbers[1 << 16];
+void stamp_from_handler(int) {  // a signal handler on the owner's thread takes stamp numbers too
+  const std::uint64_t k = stamps_in_handler.load(std::memory_order_relaxed);
+  if (k < std::size(handler_numbers)) {
+    handler_numbers[k] = take_host_sequence(*ring_for_handler);
+    stamps_in_handler.store(k + 1, std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+TEST_CASE("owner: a signal handler that takes stamp numbers on the owner's thread takes none twice") {
+  if (!expect_ownership()) return;
+  host_ring_allocation mem(1024);
+  const ring_view& ring = mem.producer;
+  ring_for_handler = &ring;
+  stamps_in_handler.store(0);
+  struct sigaction action {};
+  action.sa_handler = stamp_from_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  struct sigaction before {};
+  REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
+  std::vector<std::uint64_t> numbers;
+  numbers.reserve(1 << 21);
+  numbers.push_back(take_host_sequence(ring));  // this thread owns the ring
+  REQUIRE(owner_word(ring) == this_thread_claim_token());
+  std::atomic<bool> stamping{true};
+  const pthread_t owner = pthread_self();
+  std::thread signaller([&] {
+    while (stamping.load()) {
+      pthread_kill(owner, SIGUSR1);
+      for (int k = 0; k < 100; ++k) cpu_relax();
+    }
+  });
+  while (numbers.size() < (1 << 21)) numbers.push_back(take_host_sequence(ring));
+  stamping.store(false);
+  signaller.join();
+  sigaction(SIGUSR1, &before, nullptr);
+  const std::uint64_t from_handler = std::min<std::uint64_t>(stamps_in_handler.load(), std::size(handler_numbers));
+  INFO("stamps from the handler: " << from_handler);
+  CHECK(from_handler > 0);
+  numbers.insert(numbers.end(), handler_numbers, handler_numbers + from_handler);
+  std::sort(numbers.begin(), numbers.end());
+  bool dense = true;
+  for (std::uint64_t k = 0; k < numbers.size(); ++k) dense = dense && numbers[k] == k;
+  CHECK(dense);
+  CHECK(owner_word(ring) == this_thread_claim_token());  // the handler is the owner's thread: no switch
 }
 
 namespace {

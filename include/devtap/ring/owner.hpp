@@ -140,21 +140,22 @@ inline void mark_owner_claim(const ring_view& ring, std::uint64_t tail_plus_one)
   std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).store(tail_plus_one, std::memory_order_release);
 }
 
-/** The owner's tail store: `desired` if the tail still holds `expected`, in one instruction, so a
- *  signal handler that interrupts the claim and claims too (its thread owns the ring) is never
- *  overwritten, and without a locked instruction: on x86-64 a cmpxchg without the lock prefix
- *  (atomic against this CPU's interrupts, not other CPUs': the ownership keeps those out), elsewhere
- *  a relaxed CAS (no fence either). Release as every x86 store: after the mark. */
-inline bool owner_store_tail(std::uint64_t& tail, std::uint64_t expected, std::uint64_t desired) noexcept {
+/** The owner's store of a word only it moves while it owns the ring (the tail, the stamp count):
+ *  `desired` if the word still holds `expected`, in one instruction, so a signal handler that
+ *  interrupts the owner and moves the word too (its thread owns the ring) is never overwritten, and
+ *  without a locked instruction: on x86-64 a cmpxchg without the lock prefix (atomic against this
+ *  CPU's interrupts, not other CPUs': the ownership keeps those out), elsewhere a relaxed CAS (no
+ *  fence either). Release as every x86 store: after the mark. */
+inline bool owner_store(std::uint64_t& word, std::uint64_t expected, std::uint64_t desired) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   bool stored;
-  asm volatile("cmpxchgq %[desired], %[tail]"
-               : "=@ccz"(stored), [tail] "+m"(tail), "+a"(expected)
+  asm volatile("cmpxchgq %[desired], %[word]"
+               : "=@ccz"(stored), [word] "+m"(word), "+a"(expected)
                : [desired] "r"(desired)
                : "memory");
   return stored;
 #else
-  return std::atomic_ref<std::uint64_t>(tail).compare_exchange_strong(expected, desired, std::memory_order_release,
+  return std::atomic_ref<std::uint64_t>(word).compare_exchange_strong(expected, desired, std::memory_order_release,
                                                                      std::memory_order_relaxed);
 #endif
 }
@@ -193,6 +194,28 @@ inline void not_owner_claim(const ring_view& ring) noexcept {
                                     std::memory_order_seq_cst))
     return;
   if (seen != claim_shared && seen != this_thread_claim_token()) end_claim_ownership(ring);
+}
+
+/** The device's next stamp number (tap_stamp::sequence), for a host producer. The ring's owner
+ *  takes it without a locked instruction, inside a marked window as its claims, which another
+ *  thread's first claim or stamp waits for (end_claim_ownership); a locked fetch_add per record cost
+ *  stamped taps as much as the claim's CAS did (docs/performance.md). Any other thread ends the
+ *  ownership first, then adds. */
+inline std::uint64_t take_host_sequence(const ring_view& ring) noexcept {
+  std::atomic_ref<std::uint64_t> taps(ring.producer->taps);
+  for (;;) {
+    // Acquire: after the last owner's plain count (partner: end_claim_ownership's release).
+    if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_acquire) == claim_shared)
+      return taps.fetch_add(1, std::memory_order_relaxed);
+    if (begin_owner_claim(ring)) {
+      const std::uint64_t sequence = taps.load(std::memory_order_relaxed);
+      const bool took = owner_store(ring.producer->taps, sequence, sequence + 1);  // else a handler's stamp came first
+      end_owner_claim(ring);
+      if (took) return sequence;
+    } else {
+      not_owner_claim(ring);  // takes an unowned ring, or ends another thread's ownership
+    }
+  }
 }
 
 /** The tail, for a look that must see every claim made before a flag this thread has just set

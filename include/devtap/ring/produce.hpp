@@ -86,7 +86,7 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
       // Padding alone: the mark moves up first, so the claim still looks under way (owner.hpp).
       if (span != pad + bytes) mark_owner_claim(ring, t + span + 1);
       // Release: after the mark (partner: owner_claim_under_way).
-      if (!owner_store_tail(ring.producer->tail, t, t + span)) {
+      if (!owner_store(ring.producer->tail, t, t + span)) {
         // A signal handler on this thread claimed meanwhile (and cleared the mark): mark again and
         // look at the ownership again before the next plain store; no longer the owner, a CAS.
         if (!begin_owner_claim(ring)) return try_claim_not_owner<Atomics>(ring, bytes, pos, past_big_claim);

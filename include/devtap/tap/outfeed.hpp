@@ -155,7 +155,10 @@ private:
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics>
 DEVTAP_HOST_DEVICE tap_stamp take_stamp(const ring_view& ring, std::uint64_t time_ns) {
-  return {time_ns, typename Atomics::template producer_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, Atomics::relaxed)};
+  if constexpr (Atomics::wakes_reader)  // host producers: the ring's owner counts without a lock (owner.hpp)
+    return {time_ns, take_host_sequence(ring)};
+  else
+    return {time_ns, typename Atomics::template producer_ref<std::uint64_t>(ring.producer->taps).fetch_add(1, Atomics::relaxed)};
 }
 
 /** Writes `stamp` where a stamped record's payload begins (8-byte aligned, as every payload) and
