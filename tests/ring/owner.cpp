@@ -225,6 +225,49 @@ TEST_CASE("owner: a reader that goes to sleep while the owner claims is woken by
 
 namespace {
 const ring_view* ring_for_handler = nullptr;
+
+// Interrupts the thread that makes it with `handler` (SIGUSR1), every `pauses` spin pauses, until stop().
+class signals_to_this_thread {
+public:
+  signals_to_this_thread(void (*handler)(int), int pauses) {
+    struct sigaction action {};
+    action.sa_handler = handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    installed_ = sigaction(SIGUSR1, &action, &before_) == 0;
+    if (installed_)
+      signaller_ = std::thread([this, target = pthread_self(), pauses] {
+        while (running_.load()) {
+          pthread_kill(target, SIGUSR1);
+          for (int k = 0; k < pauses; ++k) cpu_relax();
+        }
+      });
+  }
+  ~signals_to_this_thread() { stop(); }
+  signals_to_this_thread(const signals_to_this_thread&) = delete;
+  signals_to_this_thread& operator=(const signals_to_this_thread&) = delete;
+  bool installed() const { return installed_; }
+  void stop() {
+    running_.store(false);
+    if (signaller_.joinable()) signaller_.join();
+    if (installed_) sigaction(SIGUSR1, &before_, nullptr);
+    installed_ = false;
+  }
+
+private:
+  struct sigaction before_ {};
+  bool installed_ = false;
+  std::atomic<bool> running_{true};
+  std::thread signaller_;
+};
+
+// Whether `numbers`, in any order, are 0, 1, 2, ... each once.
+bool dense_from_zero(std::vector<std::uint64_t> numbers) {
+  std::sort(numbers.begin(), numbers.end());
+  for (std::uint64_t k = 0; k < numbers.size(); ++k)
+    if (numbers[k] != k) return false;
+  return true;
+}
 std::atomic<std::uint32_t> handler_sequence{0};
 void tap_from_handler(int) {  // producer 1: a signal handler on the owner's thread
   const std::uint32_t next = handler_sequence.load(std::memory_order_relaxed);
@@ -239,20 +282,9 @@ TEST_CASE("owner: a signal handler that interrupts the owner's claim and claims 
   const ring_view& ring = mem.producer;
   ring_for_handler = &ring;
   handler_sequence.store(0);
-  struct sigaction action {};
-  action.sa_handler = tap_from_handler;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  struct sigaction before {};
-  REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
   std::atomic<bool> producing{true};
-  const pthread_t owner = pthread_self();
-  std::thread signaller([&] {
-    while (producing.load()) {
-      pthread_kill(owner, SIGUSR1);
-      for (int k = 0; k < 200; ++k) cpu_relax();
-    }
-  });
+  signals_to_this_thread signals(tap_from_handler, 200);
+  REQUIRE(signals.installed());
   std::atomic<bool> bad{false};
   std::atomic<std::uint64_t> read{0};
   std::thread reader_thread([&] {
@@ -277,9 +309,8 @@ TEST_CASE("owner: a signal handler that interrupts the owner's claim and claims 
   for (std::uint32_t i = 0; i < 400000 && !bad.load(); ++i)
     while (!write_numbered(ring, 0, i) && !bad.load()) std::this_thread::yield();
   producing.store(false);
-  signaller.join();
+  signals.stop();
   reader_thread.join();
-  sigaction(SIGUSR1, &before, nullptr);
   INFO("records from the handler: " << handler_sequence.load());
   CHECK_FALSE(bad.load());
   CHECK(handler_sequence.load() > 0);
@@ -337,10 +368,7 @@ TEST_CASE("owner: the owner's stamp numbers and another thread's first stamp: ev
     INFO("round " << round);
     std::vector<std::uint64_t> all(owner_numbers);
     all.insert(all.end(), second_numbers.begin(), second_numbers.end());
-    std::sort(all.begin(), all.end());
-    bool dense = true;
-    for (std::uint64_t k = 0; k < all.size(); ++k) dense = dense && all[k] == k;
-    REQUIRE(dense);
+    REQUIRE(dense_from_zero(all));
     CHECK(std::is_sorted(owner_numbers.begin(), owner_numbers.end()));
     CHECK(owner_word(ring) == claim_shared);
   }
@@ -379,36 +407,19 @@ TEST_CASE("owner: a signal handler that takes stamp numbers on the owner's threa
   const ring_view& ring = mem.producer;
   ring_for_handler = &ring;
   stamps_in_handler.store(0);
-  struct sigaction action {};
-  action.sa_handler = stamp_from_handler;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  struct sigaction before {};
-  REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
   std::vector<std::uint64_t> numbers;
   numbers.reserve(1 << 21);
   numbers.push_back(take_host_sequence(ring));  // this thread owns the ring
   REQUIRE(owner_word(ring) == this_thread_claim_token());
-  std::atomic<bool> stamping{true};
-  const pthread_t owner = pthread_self();
-  std::thread signaller([&] {
-    while (stamping.load()) {
-      pthread_kill(owner, SIGUSR1);
-      for (int k = 0; k < 100; ++k) cpu_relax();
-    }
-  });
+  signals_to_this_thread signals(stamp_from_handler, 100);
+  REQUIRE(signals.installed());
   while (numbers.size() < (1 << 21)) numbers.push_back(take_host_sequence(ring));
-  stamping.store(false);
-  signaller.join();
-  sigaction(SIGUSR1, &before, nullptr);
+  signals.stop();
   const std::uint64_t from_handler = std::min<std::uint64_t>(stamps_in_handler.load(), std::size(handler_numbers));
   INFO("stamps from the handler: " << from_handler);
   CHECK(from_handler > 0);
   numbers.insert(numbers.end(), handler_numbers, handler_numbers + from_handler);
-  std::sort(numbers.begin(), numbers.end());
-  bool dense = true;
-  for (std::uint64_t k = 0; k < numbers.size(); ++k) dense = dense && numbers[k] == k;
-  CHECK(dense);
+  CHECK(dense_from_zero(numbers));
   CHECK(owner_word(ring) == this_thread_claim_token());  // the handler is the owner's thread: no switch
 }
 
