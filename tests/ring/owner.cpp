@@ -424,6 +424,86 @@ TEST_CASE("owner: a signal handler that takes stamp numbers on the owner's threa
 }
 
 namespace {
+// What a signal handler on the owner's thread does in the cases below, when raise()d inside one of
+// the owner's windows (a hostile review's cases: each broke the window protocol or hung).
+enum class nested { stamp, claim, stamped_tap };
+std::atomic<nested> nested_does{nested::stamp};
+void nested_in_window(int) {
+  const ring_view& ring = *ring_for_handler;
+  if (nested_does.load() != nested::claim) (void)take_host_sequence(ring);
+  std::uint64_t pos;
+  if (nested_does.load() != nested::stamp && try_claim<host_atomics>(ring, record_bytes(16), pos))
+    commit<host_atomics>(ring, pos, 1, 0, 16);
+}
+void hang_found(int) {
+  static const char message[] = "owner.cpp: a handler on the owner's thread and a switching thread wait for each other\n";
+  (void)!write(2, message, sizeof message - 1);
+  _exit(3);
+}
+}  // namespace
+
+TEST_CASE("owner: a signal handler's stamp or tap inside the owner's window leaves the window open") {
+  if (!expect_ownership()) return;
+  for (const nested does : {nested::stamp, nested::claim, nested::stamped_tap}) {
+    INFO("the handler: " << static_cast<int>(does));
+    host_ring_allocation mem(4096);
+    const ring_view& ring = mem.producer;
+    ring_for_handler = &ring;
+    nested_does.store(does);
+    REQUIRE(take_host_sequence(ring) == 0);  // this thread owns the ring
+    struct sigaction action {};
+    action.sa_handler = nested_in_window;
+    sigemptyset(&action.sa_mask);
+    struct sigaction before {};
+    REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
+    REQUIRE(begin_owner_claim(ring));  // a claim or count of the owner's, after its look
+    raise(SIGUSR1);                    // the handler runs there, and its own window nests in it
+    sigaction(SIGUSR1, &before, nullptr);
+    CHECK(owner_claim_under_way(ring));  // a handler's claim once closed it (the window was measured by the tail)
+    auto second = std::async(std::launch::async, [&] {
+      std::uint64_t pos = 0;
+      return try_claim<host_atomics>(ring, record_bytes(8), pos) ? pos : ~std::uint64_t{0};
+    });
+    CHECK(second.wait_for(std::chrono::milliseconds(200)) == std::future_status::timeout);  // it waits for the owner
+    CHECK(owner_word(ring) == claim_switching);
+    std::uint64_t pos = 0;
+    REQUIRE(try_claim_tail<host_atomics, true>(ring, record_bytes(8), pos, false));  // the owner's plain claim
+    REQUIRE(second.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    CHECK(second.get() == pos + record_bytes(8));
+  }
+}
+
+TEST_CASE("owner: a signal handler's stamp or tap on the owner's thread while another thread switches does not hang") {
+  if (!expect_ownership()) return;
+  for (const nested does : {nested::stamp, nested::claim, nested::stamped_tap}) {
+    INFO("the handler: " << static_cast<int>(does));
+    host_ring_allocation mem(4096);
+    const ring_view& ring = mem.producer;
+    ring_for_handler = &ring;
+    nested_does.store(does);
+    REQUIRE(take_host_sequence(ring) == 0);
+    REQUIRE(begin_owner_claim(ring));  // the owner's claim under way
+    std::thread second([&] { (void)take_host_sequence(ring); });  // a first stamp elsewhere: switching, waits
+    for (int k = 0; k < 2000 && owner_word(ring) != claim_switching; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(owner_word(ring) == claim_switching);
+    struct sigaction action {};
+    action.sa_handler = nested_in_window;
+    sigemptyset(&action.sa_mask);
+    struct sigaction before {};
+    REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
+    signal(SIGALRM, hang_found);
+    alarm(10);
+    raise(SIGUSR1);  // the handler waited for the switch, which waited for the claim it interrupted
+    alarm(0);
+    sigaction(SIGUSR1, &before, nullptr);
+    std::uint64_t pos = 0;
+    CHECK(try_claim_tail<host_atomics, true>(ring, record_bytes(8), pos, false));  // the interrupted claim goes on
+    second.join();
+    CHECK(owner_word(ring) == claim_shared);
+  }
+}
+
+namespace {
 // In a child: from here on every thread's membarrier fails with EPERM, as under a seccomp filter a
 // sandbox installs after devtap registered. False where seccomp is not offered.
 bool refuse_membarrier() {

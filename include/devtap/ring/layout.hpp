@@ -118,8 +118,8 @@ static_assert(sizeof(reply_slot) == reply_slot_bytes);
 struct ring_producer_side {                // cpu: host memory; CUDA: device memory
   alignas(64) std::uint64_t tail = 0;      // bytes claimed, contended by producers only
   std::uint64_t taps = 0;                  // taps and calls made, dropped ones too (timestamps on): on the tail's line
-  std::uint64_t owner_claim_open = 0;      // the owner's plain claim under way starts at this - 1; none when
-                                           // this is not above the tail (owner.hpp)
+  std::uint64_t owner_windows_open = 0;    // the owner's claims and counts under way: a depth, since its
+                                           // signal handlers' nest in them (owner.hpp)
   alignas(64) std::uint64_t head_cache = 0;  // last head a producer saw: read it before the real head
   std::uint64_t big_claim = 0;  // a blocked claim above half the ring waits: the others wait behind it (produce.hpp)
   alignas(64) std::uint32_t reply_slots_taken[reply_slot_count / 32] = {};  // a bit per slot a caller holds
@@ -131,6 +131,7 @@ struct ring_producer_side {                // cpu: host memory; CUDA: device mem
   // claim_switching or claim_shared. Read by every host claim, written once or twice: a line of its
   // own, away from the tail that shared claims fight over.
   alignas(64) std::uint64_t claim_owner = 0;
+  std::uint64_t claim_switching_from = 0;  // while claim_switching: the token of the owner whose ownership ends
 };
 
 struct ring_consumer_side {                   // host memory (pinned and mapped for CUDA)

@@ -106,38 +106,51 @@ inline void heavy_fence() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-/** Whether the owner's plain claim is under way: it marked the tail it claims from (+ 1) and has not
- *  stored the tail past it. The tail is read first: a tail its padding moved comes after the mark
- *  that covers it (partner: try_claim_tail's order of the two stores). */
+/** Whether the owner has a window open: a plain claim or count under way (begin_owner_claim). */
 inline bool owner_claim_under_way(const ring_view& ring) noexcept {
-  const std::uint64_t tail = std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_acquire);
-  const std::uint64_t mark = std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).load(std::memory_order_acquire);
-  return static_cast<std::int64_t>(mark - tail) > 0;
+  return std::atomic_ref<std::uint64_t>(ring.producer->owner_windows_open).load(std::memory_order_acquire) != 0;
 }
 
-/** Ends the ring's ownership (a claim by a thread that does not own it): waits for an owner's plain
- *  claim already under way, so every claim from here on is a CAS on the tail it left. Once per ring. */
+/** Ends the ring's ownership (a claim by a thread that does not own it): waits for the owner's
+ *  windows under way, so every claim from here on is a CAS on the tail they left. Once per ring.
+ *  Returns at once on the owner's own thread while another thread switches: that is a signal
+ *  handler interrupting the owner, whose window the switcher waits for (its claim is a CAS, and
+ *  only this CPU moves the words meanwhile). */
 inline void end_claim_ownership(const ring_view& ring) noexcept {
   std::atomic_ref<std::uint64_t> owner(ring.producer->claim_owner);
+  std::atomic_ref<std::uint64_t> switching_from(ring.producer->claim_switching_from);
   for (unsigned spins = 0;; ++spins) {
     std::uint64_t seen = owner.load(std::memory_order_acquire);
     if (seen == claim_shared) return;
-    if (seen != claim_switching && owner.compare_exchange_strong(seen, claim_switching, std::memory_order_acq_rel)) {
-      // The owner either sees `claim_switching` at its next look, or the mark of the claim it
-      // began is visible now (partner: begin_owner_claim's light fence).
-      heavy_fence();
-      while (owner_claim_under_way(ring) && !claims_forked.load(std::memory_order_relaxed)) std::this_thread::yield();
-      owner.store(claim_shared, std::memory_order_release);  // partner: the acquire load above, and claimed_tail's
-      return;
+    if (seen == claim_switching && switching_from.load(std::memory_order_relaxed) == this_thread_claim_token()) return;
+    if (seen != claim_switching) {
+      switching_from.store(seen, std::memory_order_relaxed);  // (the same token from every thread that tries)
+      // Release: switching_from before claim_switching (partner: the acquire load above).
+      if (owner.compare_exchange_strong(seen, claim_switching, std::memory_order_acq_rel)) {
+        // The owner either sees `claim_switching` at its next look, or the window it opened is
+        // visible now (partner: begin_owner_claim's light fence).
+        heavy_fence();
+        while (owner_claim_under_way(ring) && !claims_forked.load(std::memory_order_relaxed)) std::this_thread::yield();
+        owner.store(claim_shared, std::memory_order_release);  // partner: the acquire load above, and claimed_tail's
+        return;
+      }
+      continue;
     }
     if (spins > 64) std::this_thread::yield();  // another thread switches, and may be descheduled
   }
 }
 
-/** The owner's mark: its plain claim from `tail_plus_one - 1` is under way. Release: an earlier
- *  tail store before it (partner: owner_claim_under_way). */
-inline void mark_owner_claim(const ring_view& ring, std::uint64_t tail_plus_one) noexcept {
-  std::atomic_ref<std::uint64_t>(ring.producer->owner_claim_open).store(tail_plus_one, std::memory_order_release);
+/** Opens (+1) or closes (-1) one of the owner's windows: one instruction, so atomic against this
+ *  thread's signal handlers, which open their own inside it; not locked (only the owner's thread
+ *  writes the depth). Release as every x86 store: after what the window stored (partner:
+ *  owner_claim_under_way). */
+inline void owner_window_add(const ring_view& ring, std::int64_t delta) noexcept {
+  std::uint64_t& open = ring.producer->owner_windows_open;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  asm volatile("addq %[delta], %[open]" : [open] "+m"(open) : [delta] "er"(delta) : "memory", "cc");
+#else
+  std::atomic_ref<std::uint64_t>(open).fetch_add(static_cast<std::uint64_t>(delta), std::memory_order_release);
+#endif
 }
 
 /** The owner's store of a word only it moves while it owns the ring (the tail, the stamp count):
@@ -145,7 +158,7 @@ inline void mark_owner_claim(const ring_view& ring, std::uint64_t tail_plus_one)
  *  interrupts the owner and moves the word too (its thread owns the ring) is never overwritten, and
  *  without a locked instruction: on x86-64 a cmpxchg without the lock prefix (atomic against this
  *  CPU's interrupts, not other CPUs': the ownership keeps those out), elsewhere a relaxed CAS (no
- *  fence either). Release as every x86 store: after the mark. */
+ *  fence either). Release as every x86 store: after the window opened. */
 inline bool owner_store(std::uint64_t& word, std::uint64_t expected, std::uint64_t desired) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   bool stored;
@@ -160,26 +173,25 @@ inline bool owner_store(std::uint64_t& word, std::uint64_t expected, std::uint64
 #endif
 }
 
-/** Whether this thread owns the ring's claims; if so, its plain claim is now under way (marked)
- *  until it stores a tail past the mark, or ends it (end_owner_claim). Short, for the hot path:
- *  anything else is not_owner_claim's. */
+/** Whether this thread owns the ring's claims; if so, a window is now open (a plain claim or count
+ *  under way), which another thread's first claim waits for, until end_owner_claim. Short, for the
+ *  hot path: anything else is not_owner_claim's. */
 inline bool begin_owner_claim(const ring_view& ring) noexcept {
   std::atomic_ref<std::uint64_t> owner(ring.producer->claim_owner);
   const std::uint64_t me = this_thread_claim_token();
   if (owner.load(std::memory_order_relaxed) != me) return false;
-  const std::uint64_t tail = std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_relaxed);
-  mark_owner_claim(ring, tail + 1);
-  // Light half: the mark before the look (partner: end_claim_ownership's heavy_fence).
+  owner_window_add(ring, 1);
+  // Light half: the window before the look (partner: end_claim_ownership's heavy_fence).
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (owner.load(std::memory_order_relaxed) == me) return true;
-  mark_owner_claim(ring, tail);  // another thread ends the ownership: this claim is a CAS
+  owner_window_add(ring, -1);  // another thread ends the ownership: this claim is a CAS
   return false;
 }
 
-/** After an owner's plain claim that stored no tail past its mark (a full ring, perhaps behind
- *  padding it did claim): no claim is under way any more. */
+/** Closes the window begin_owner_claim opened, after the plain stores it covered. */
 inline void end_owner_claim(const ring_view& ring) noexcept {
-  mark_owner_claim(ring, std::atomic_ref<std::uint64_t>(ring.producer->tail).load(std::memory_order_relaxed));
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // the stores before, then the close
+  owner_window_add(ring, -1);
 }
 
 /** A host claim by a thread that does not own the ring (or not yet): the first one takes the
@@ -197,7 +209,7 @@ inline void not_owner_claim(const ring_view& ring) noexcept {
 }
 
 /** The device's next stamp number (tap_stamp::sequence), for a host producer. The ring's owner
- *  takes it without a locked instruction, inside a marked window as its claims, which another
+ *  takes it without a locked instruction, inside a window as its claims are, which another
  *  thread's first claim or stamp waits for (end_claim_ownership); a locked fetch_add per record cost
  *  stamped taps as much as the claim's CAS did (docs/performance.md). Any other thread ends the
  *  ownership first, then adds. */
@@ -214,6 +226,9 @@ inline std::uint64_t take_host_sequence(const ring_view& ring) noexcept {
       if (took) return sequence;
     } else {
       not_owner_claim(ring);  // takes an unowned ring, or ends another thread's ownership
+      // Not the owner now (shared, or switching from this thread's interrupted window): locked.
+      if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_acquire) != this_thread_claim_token())
+        return taps.fetch_add(1, std::memory_order_relaxed);
     }
   }
 }

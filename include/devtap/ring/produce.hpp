@@ -40,19 +40,17 @@ DEVTAP_HOST_DEVICE bool try_claim(const ring_view& ring, std::uint64_t bytes, st
     // Acquire: after the last owner's plain claims (partner: end_claim_ownership's release).
     if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_acquire) == claim_shared)
       return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
-    if (begin_owner_claim(ring)) [[likely]] {
-      const bool claimed = try_claim_tail<Atomics, true>(ring, bytes, pos, past_big_claim);
-      if (!claimed) end_owner_claim(ring);
-      return claimed;
-    }
+    if (begin_owner_claim(ring)) [[likely]]
+      return try_claim_tail<Atomics, true>(ring, bytes, pos, past_big_claim);
     return try_claim_not_owner<Atomics>(ring, bytes, pos, past_big_claim);
   } else {
     return try_claim_tail<Atomics, false>(ring, bytes, pos, past_big_claim);
   }
 }
 
-/** try_claim's work. `Plain`: this thread owns the ring's claims and has marked its claim
- *  (begin_owner_claim), so no other thread moves the tail meanwhile. */
+/** try_claim's work. `Plain`: this thread owns the ring's claims and has
+ *  opened a window (begin_owner_claim), so no other thread moves the tail meanwhile; every return
+ *  closes it (end_owner_claim). */
 DEVTAP_NO_EXEC_CHECK
 template <class Atomics, bool Plain>
 DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t bytes, std::uint64_t& pos, bool past_big_claim) {
@@ -60,8 +58,10 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
   typename Atomics::template producer_ref<std::uint64_t> head_cache(ring.producer->head_cache);
   // Relaxed: only fairness depends on it (partner: claim's take and release of it).
   if (!past_big_claim &&
-      typename Atomics::template producer_ref<std::uint64_t>(ring.producer->big_claim).load(Atomics::relaxed) != 0)
+      typename Atomics::template producer_ref<std::uint64_t>(ring.producer->big_claim).load(Atomics::relaxed) != 0) {
+    if constexpr (Plain) end_owner_claim(ring);
     return false;
+  }
   std::uint64_t t = tail.load(Atomics::relaxed);
   for (;;) {
     const std::uint64_t pad = claim_padding(ring.capacity, t, bytes);
@@ -74,7 +74,10 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
         t = tail.load(Atomics::relaxed);           // is not full; the difference would wrap. Retry.
         continue;
       }
-      if (t + span - h > ring.capacity) return false;
+      if (t + span - h > ring.capacity) {
+        if constexpr (Plain) end_owner_claim(ring);
+        return false;
+      }
     }
     // acq_rel: a claim after the end-of-stream claim sees `closed` (close.hpp sets it first).
     // seq_cst where the reader may sleep: this CAS and commit()'s look at `reader_sleeping` pair
@@ -83,13 +86,15 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
     // a claim by another thread ends the ownership before its CAS.
     constexpr auto order = Atomics::wakes_reader ? Atomics::seq_cst : Atomics::acq_rel;
     if constexpr (Plain) {
-      // Padding alone: the mark moves up first, so the claim still looks under way (owner.hpp).
-      if (span != pad + bytes) mark_owner_claim(ring, t + span + 1);
-      // Release: after the mark (partner: owner_claim_under_way).
+      // Release: after the window opened (partner: owner_claim_under_way).
       if (!owner_store(ring.producer->tail, t, t + span)) {
-        // A signal handler on this thread claimed meanwhile (and cleared the mark): mark again and
-        // look at the ownership again before the next plain store; no longer the owner, a CAS.
-        if (!begin_owner_claim(ring)) return try_claim_not_owner<Atomics>(ring, bytes, pos, past_big_claim);
+        // A signal handler on this thread claimed meanwhile (its window nested in this one): look
+        // at the ownership again before the next plain store; no longer the owner, a CAS.
+        if (std::atomic_ref<std::uint64_t>(ring.producer->claim_owner).load(std::memory_order_relaxed) !=
+            this_thread_claim_token()) {
+          end_owner_claim(ring);
+          return try_claim_not_owner<Atomics>(ring, bytes, pos, past_big_claim);
+        }
         t = tail.load(Atomics::relaxed);
         continue;
       }
@@ -103,6 +108,7 @@ DEVTAP_HOST_DEVICE bool try_claim_tail(const ring_view& ring, std::uint64_t byte
           .store(ring.stamp(t, stamp_padding), Atomics::release);
     if (span == pad + bytes) {
       pos = t + pad;
+      if constexpr (Plain) end_owner_claim(ring);
       return true;
     }
     // The padding alone. A reader that went to sleep before this claim must wake to read it: the
