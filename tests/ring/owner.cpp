@@ -435,6 +435,17 @@ void nested_in_window(int) {
   if (nested_does.load() != nested::stamp && try_claim<host_atomics>(ring, record_bytes(16), pos))
     commit<host_atomics>(ring, pos, 1, 0, 16);
 }
+// Runs `handler` on this thread now, as SIGUSR1 (installed for this one signal); false if it cannot be installed.
+bool raise_into(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  struct sigaction before {};
+  if (sigaction(SIGUSR1, &action, &before) != 0) return false;
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &before, nullptr);
+  return true;
+}
 void hang_found(int) {
   static const char message[] = "owner.cpp: a handler on the owner's thread and a switching thread wait for each other\n";
   (void)!write(2, message, sizeof message - 1);
@@ -451,14 +462,8 @@ TEST_CASE("owner: a signal handler's stamp or tap inside the owner's window leav
     ring_for_handler = &ring;
     nested_does.store(does);
     REQUIRE(take_host_sequence(ring) == 0);  // this thread owns the ring
-    struct sigaction action {};
-    action.sa_handler = nested_in_window;
-    sigemptyset(&action.sa_mask);
-    struct sigaction before {};
-    REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
-    REQUIRE(begin_owner_claim(ring));  // a claim or count of the owner's, after its look
-    raise(SIGUSR1);                    // the handler runs there, and its own window nests in it
-    sigaction(SIGUSR1, &before, nullptr);
+    REQUIRE(begin_owner_claim(ring));         // a claim or count of the owner's, after its look
+    REQUIRE(raise_into(nested_in_window));  // the handler runs there, and its own window nests in it
     CHECK(owner_claim_under_way(ring));  // a handler's claim once closed it (the window was measured by the tail)
     auto second = std::async(std::launch::async, [&] {
       std::uint64_t pos = 0;
@@ -486,16 +491,10 @@ TEST_CASE("owner: a signal handler's stamp or tap on the owner's thread while an
     std::thread second([&] { (void)take_host_sequence(ring); });  // a first stamp elsewhere: switching, waits
     for (int k = 0; k < 2000 && owner_word(ring) != claim_switching; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     REQUIRE(owner_word(ring) == claim_switching);
-    struct sigaction action {};
-    action.sa_handler = nested_in_window;
-    sigemptyset(&action.sa_mask);
-    struct sigaction before {};
-    REQUIRE(sigaction(SIGUSR1, &action, &before) == 0);
     signal(SIGALRM, hang_found);
     alarm(10);
-    raise(SIGUSR1);  // the handler waited for the switch, which waited for the claim it interrupted
+    REQUIRE(raise_into(nested_in_window));  // the handler waited for the switch, which waited for the claim it interrupted
     alarm(0);
-    sigaction(SIGUSR1, &before, nullptr);
     std::uint64_t pos = 0;
     CHECK(try_claim_tail<host_atomics, true>(ring, record_bytes(8), pos, false));  // the interrupted claim goes on
     second.join();
