@@ -446,6 +446,13 @@ bool raise_into(void (*handler)(int)) {
   sigaction(SIGUSR1, &before, nullptr);
   return true;
 }
+// `mem`'s ring, owned by this thread (its first stamp), for nested_in_window doing `does`.
+const ring_view& owned_for_handler(host_ring_allocation& mem, nested does) {
+  ring_for_handler = &mem.producer;
+  nested_does.store(does);
+  REQUIRE(take_host_sequence(mem.producer) == 0);
+  return mem.producer;
+}
 void hang_found(int) {
   static const char message[] = "owner.cpp: a handler on the owner's thread and a switching thread wait for each other\n";
   (void)!write(2, message, sizeof message - 1);
@@ -458,10 +465,7 @@ TEST_CASE("owner: a signal handler's stamp or tap inside the owner's window leav
   for (const nested does : {nested::stamp, nested::claim, nested::stamped_tap}) {
     INFO("the handler: " << static_cast<int>(does));
     host_ring_allocation mem(4096);
-    const ring_view& ring = mem.producer;
-    ring_for_handler = &ring;
-    nested_does.store(does);
-    REQUIRE(take_host_sequence(ring) == 0);  // this thread owns the ring
+    const ring_view& ring = owned_for_handler(mem, does);
     REQUIRE(begin_owner_claim(ring));         // a claim or count of the owner's, after its look
     REQUIRE(raise_into(nested_in_window));  // the handler runs there, and its own window nests in it
     CHECK(owner_claim_under_way(ring));  // a handler's claim once closed it (the window was measured by the tail)
@@ -483,10 +487,7 @@ TEST_CASE("owner: a signal handler's stamp or tap on the owner's thread while an
   for (const nested does : {nested::stamp, nested::claim, nested::stamped_tap}) {
     INFO("the handler: " << static_cast<int>(does));
     host_ring_allocation mem(4096);
-    const ring_view& ring = mem.producer;
-    ring_for_handler = &ring;
-    nested_does.store(does);
-    REQUIRE(take_host_sequence(ring) == 0);
+    const ring_view& ring = owned_for_handler(mem, does);
     REQUIRE(begin_owner_claim(ring));  // the owner's claim under way
     std::thread second([&] { (void)take_host_sequence(ring); });  // a first stamp elsewhere: switching, waits
     for (int k = 0; k < 2000 && owner_word(ring) != claim_switching; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(1));
