@@ -2140,7 +2140,10 @@ TEST_CASE("trace: the lost markers add up to lost_at_close when close() gives up
     devtap::cpu_client cpus(devices);
     devtap::receiver rx({.devices = all(cpus), .budget_bytes = devices * 4096, .close_timeout = 30ms, .timestamps = true,
                          .merge_lag = 5ms, .trace_file = trace.path});
-    const auto slow = rx.attach<int>([](const int&) { std::this_thread::sleep_for(100us); }, devtap::merged, "slow");
+    // 1 ms a record: close()'s 30 ms deliver about 30, fewer than a ring holds, so each device
+    // usually keeps some; one whose producer was descheduled long enough may have been drained first
+    // (the merge takes the oldest), so only the sum must be non-zero.
+    const auto slow = rx.attach<int>([](const int&) { std::this_thread::sleep_for(1ms); }, devtap::merged, "slow");
     std::atomic<bool> stop{false};
     std::vector<std::future<void>> works;
     for (auto* dev : cpus.cpu_devices())
@@ -2171,11 +2174,13 @@ TEST_CASE("trace: the lost markers add up to lost_at_close when close() gives up
   for (const auto& e : json["traceEvents"])
     if (e["ph"] == "i" && e["cat"] == "marker" && e["name"] == "lost")
       marked.at(e["tid"].get<std::size_t>() - 1) += e["args"]["count"].get<std::uint64_t>();
+  std::uint64_t lost = 0;
   for (std::size_t d = 0; d < devices; ++d) {
     CAPTURE(d);
-    CHECK(stats.devices[d].lost_at_close != 0);
     CHECK(marked[d] == stats.devices[d].lost_at_close);
+    lost += stats.devices[d].lost_at_close;
   }
+  CHECK(lost != 0);
 }
 
 // "records the reader has read are never kept from the merge" (timeline.md), with two merged
