@@ -504,13 +504,13 @@ TEST_CASE("owner: a signal handler's stamp or tap on the owner's thread while an
 }
 
 namespace {
-// In a child: from here on every thread's membarrier fails with EPERM, as under a seccomp filter a
-// sandbox installs after devtap registered. False where seccomp is not offered.
-bool refuse_membarrier() {
+// In a child: from here on every thread's membarrier fails with `error` (EPERM as under a seccomp
+// filter a sandbox installs after devtap registered). False where seccomp is not offered.
+bool refuse_membarrier(int error) {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(error) & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
   sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
@@ -534,7 +534,7 @@ int membarrier_refused_child() {  // exits at once on a failed check: threads ma
   });
   while (step.load() != 1) std::this_thread::yield();
   if (owner_word(raced.producer) == claim_shared) _exit(11);
-  if (!refuse_membarrier()) _exit(2);
+  if (!refuse_membarrier(EPERM)) _exit(2);
   if (heavy_fence_lost.load() != 0) _exit(12);
 
   // A reader's look at an owned ring: the refused fence settles, and the look sees the claim.
@@ -562,20 +562,45 @@ int membarrier_refused_child() {  // exits at once on a failed check: threads ma
   if (heavy_fence_lost_unreported() != EPERM || heavy_fence_lost_unreported() != 0) _exit(19);
   return 0;
 }
-}  // namespace
 
-TEST_CASE("owner: a membarrier refused after registration settles instead, and no ring is owned from then on") {
-  if (!expect_ownership()) return;
-  const pid_t child = fork();
-  if (child == 0) _exit(membarrier_refused_child());  // the filter stays in the child
-  REQUIRE(child > 0);
+// The half of the ENOMEM case below: each fence settles, and nothing is lost for good.
+int membarrier_short_of_memory_child() {
+  alarm(60);
+  host_ring_allocation owned(1024);
+  if (!write_numbered(owned.producer, 0, 0) || owner_word(owned.producer) == claim_shared) _exit(10);
+  if (!refuse_membarrier(ENOMEM)) _exit(2);
+  const auto before = std::chrono::steady_clock::now();
+  if (claimed_tail(owned.host) != record_bytes(8)) _exit(11);
+  if (std::chrono::steady_clock::now() - before < std::chrono::nanoseconds(settle_fence_ns)) _exit(12);
+  if (heavy_fence_lost.load() != 0 || heavy_fence_lost_unreported() != 0) _exit(13);
+  host_ring_allocation later(1024);  // rings are still owned
+  if (!write_numbered(later.producer, 0, 0) || owner_word(later.producer) == claim_shared) _exit(14);
+  return 0;
+}
+
+// Runs `child` in a forked child and checks its exit code: 0 held, 2 no seccomp here.
+void in_child_without_membarrier(int (*child)()) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(child());  // the filter stays in the child
+  REQUIRE(pid > 0);
   int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 2) {
     WARN("no seccomp here: a refused membarrier cannot be tested");
     return;
   }
-  INFO("the child's exit code names its failed check (membarrier_refused_child)");
+  INFO("the child's exit code names its failed check");
   CHECK(WEXITSTATUS(status) == 0);
+}
+}  // namespace
+
+TEST_CASE("owner: a membarrier refused after registration settles instead, and no ring is owned from then on") {
+  if (!expect_ownership()) return;
+  in_child_without_membarrier(membarrier_refused_child);
+}
+
+TEST_CASE("owner: a membarrier short of memory settles that fence alone, and rings are still owned") {
+  if (!expect_ownership()) return;
+  in_child_without_membarrier(membarrier_short_of_memory_child);
 }

@@ -62,9 +62,10 @@ inline bool heavy_fence_available() noexcept {
 #endif
 }
 
-/** The errno of the first membarrier refused after registration (a seccomp filter installed later,
- *  ENOMEM), or 0. Once set, no ring becomes owned, and each heavy fence on a ring owned before
- *  settles instead (heavy_fence); reported once, by a reader (report_heavy_fence_lost). */
+/** The errno of the first membarrier refused after registration (a seccomp filter installed later),
+ *  or 0. Once set, no ring becomes owned, and each heavy fence on a ring owned before settles
+ *  instead (heavy_fence); reported once, by a reader (report_heavy_fence_lost). ENOMEM does not set
+ *  it: the kernel's cpumask allocation failed this once, and that fence alone settles. */
 inline std::atomic<int> heavy_fence_lost{0};
 
 /** heavy_fence_lost's errno the first time it is asked for after it was set, else 0: a reader's
@@ -94,8 +95,10 @@ inline void heavy_fence() noexcept {
 #if defined(__linux__) && defined(__NR_membarrier)
   const int saved_errno = errno;  // a signal handler's caller keeps its errno
   if (::syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) [[unlikely]] {
-    int expected = 0;
-    heavy_fence_lost.compare_exchange_strong(expected, errno != 0 ? errno : EPERM, std::memory_order_relaxed);
+    if (const int refused = errno != 0 ? errno : EPERM; refused != ENOMEM) {  // ENOMEM: transient
+      int expected = 0;
+      heavy_fence_lost.compare_exchange_strong(expected, refused, std::memory_order_relaxed);
+    }
     std::atomic_thread_fence(std::memory_order_seq_cst);
     timespec wait{0, settle_fence_ns};
     while (::nanosleep(&wait, &wait) != 0 && errno == EINTR) {
