@@ -16,15 +16,20 @@
 #if !defined(DEVTAP_TEST_RUNTIME_STARTS_THREADS)
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 namespace {
 std::atomic<int> threads_until_failure{-1};
+std::atomic<int> failing_thread_takes_ms{0};  // how long the failing call takes before it fails
 }
 extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) {
   using create_fn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   static const auto real = reinterpret_cast<create_fn>(::dlsym(RTLD_NEXT, "pthread_create"));
   for (int left = threads_until_failure.load(); left >= 0;)
     if (threads_until_failure.compare_exchange_weak(left, left - 1)) {
-      if (left == 0) return EAGAIN;
+      if (left == 0) {
+        if (const int ms = failing_thread_takes_ms.load(); ms > 0) ::usleep(static_cast<useconds_t>(ms) * 1000);
+        return EAGAIN;
+      }
       break;
     }
   return real(thread, attr, start, arg);

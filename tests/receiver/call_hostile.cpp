@@ -12,6 +12,7 @@
 #include "../cpu_starver.hpp"
 #include "../hostile.hpp"
 #include "../temp_file.hpp"
+#include "../thread_failure.hpp"
 #include <fstream>
 #include <sstream>
 
@@ -1770,4 +1771,52 @@ TEST_CASE("hostile call: waiters that are not running do not keep a newcomer fro
   CHECK(served_after - served_before == 1);  // its own: none of the eight went first
   CHECK(bad == 0);
   rx.close();
+}
+
+// "A call never hangs" (call.md). A receiver whose reader thread cannot start gives up on its
+// devices in its constructor; work that found its outfeed meanwhile and called on it (a hand-made
+// point: no handler's point exists yet) waited for ever, as giving up closed the ring only as far
+// as ring_ending, and a caller gives up at ring_reader_gone (hostile review, session 38).
+TEST_CASE("a call committed while the receiver's reader thread cannot start fails closed, not hangs") {
+#if defined(DEVTAP_TEST_RUNTIME_STARTS_THREADS)
+  SUCCEED("not under a sanitizer: its runtime starts the threads, pthread_create is not replaced");
+#else
+  devtap_test::watchdog dog("a reader that cannot start", 30s);
+  devtap_test::quiet_log quiet;
+  devtap::cpu_client cpus(1);
+  std::atomic<bool> calling{false};
+  auto work = cpus.cpu_devices()[0]->submit([&](devtap::cpu_context& ctx) -> int {
+    for (;;) {  // waits for the receiver below to attach
+      std::optional<devtap::outfeed> out;
+      try {
+        out.emplace(ctx.device().attached_outfeed("probe"));
+      } catch (const devtap::outfeed_error&) {
+        std::this_thread::sleep_for(20us);
+        continue;
+      }
+      const devtap::call_point<int, int> forged{devtap::detail::call_id_flag | 1u, 0, out->receiver_id()};
+      calling = true;
+      try {
+        return ctx.call(forged, 1);
+      } catch (const devtap::call_error& e) {
+        return -static_cast<int>(e.code());
+      } catch (const devtap::outfeed_error&) {
+        return -100;  // (refused before its request was written: also no hang)
+      }
+    }
+  });
+  threads_until_failure = 0;      // the only device's reader
+  failing_thread_takes_ms = 300;  // meanwhile the work commits its call
+  try {
+    devtap::receiver rx({.devices = all(cpus)});
+    FAIL("the receiver opened although its reader thread could not start");
+  } catch (const devtap::outfeed_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("could not start its readers"));
+  }
+  threads_until_failure = -1;
+  failing_thread_takes_ms = 0;
+  CHECK(calling.load());
+  REQUIRE(work.wait_for(10s) == std::future_status::ready);
+  CHECK(work.get() == -static_cast<int>(devtap::call_errc::closed));
+#endif
 }

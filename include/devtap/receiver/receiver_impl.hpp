@@ -53,7 +53,8 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
   auto give_up = [&] {  // as close() leaves a device: work that found the outfeed meanwhile is refused, not stranded
     for (std::size_t j = 0; j < attached; ++j) {
       detail::device_stream& stream = *by_address[j];
-      detail::close_ring(stream.ring->host, detail::ring_ending);
+      // No reader will read it (none started, or abandoned and joined): a call gives up at reader_gone.
+      detail::close_ring(stream.ring->host, detail::ring_reader_gone), detail::wake_callers(stream.ring->host);
       stream.dev->detach(&stream.out);
       stream.dev->retire_ring(stream.ring);
       (void)detail::post_after_pending_work(*stream.dev, [keep = state_] {}, state_);
@@ -92,8 +93,7 @@ DEVTAP_FUNC receiver::receiver(receiver_options options) : state_(std::make_shar
       throw outfeed_error("devtap: receiver '" + state_->name + "' could not start its readers: " + e.what());
     }
   }
-  try {  // the files last (readers write into buffers till then): a receiver that failed to open leaves
-         // them as they were. The recording first: only its start can refuse (stdout printed to since)
+  try {  // files last (readers buffer till then), the recording first (only its start refuses): failing leaves them as they were
     for (auto sink = state_->sinks.rbegin(); sink != state_->sinks.rend(); ++sink) (*sink)->start();
     detail::add_open(state_);
   } catch (...) {
