@@ -600,6 +600,7 @@ struct ring_b;
 devtap::registry<ring_a, ring_b>* ring_registry = nullptr;
 std::mutex ring_refusals_mutex;
 std::vector<std::string> ring_refusals;  // what the create()s were told
+std::atomic<int> ring_creates_begun{0};
 std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view other);
 struct ring_a {
   static constexpr std::string_view name = "ring_a";
@@ -613,9 +614,13 @@ struct ring_b {
   static constexpr bool required = false;
   static std::unique_ptr<devtap::client> create() { return ask_for(name, "ring_a"); }
 };
-/** Asks for the other backend a moment after its create() began, so both create()s run at once. */
+/** Asks for the other backend once both create()s have begun, so both run at once (a fixed sleep
+ *  let a thread that started late find the other backend already started by the first). */
 std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view other) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ++ring_creates_begun;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ring_creates_begun < 2 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   try {
     (void)ring_registry->get_backend(other);
   } catch (const backend_error& e) {
@@ -640,6 +645,7 @@ TEST_CASE("a platforms list's control and non-ASCII bytes are shown as \\xNN in 
 TEST_CASE("two create()s on two threads that ask for each other's backend do not wait for each other", "[registry][threads]") {
   devtap::registry<ring_a, ring_b> r{""};
   ring_registry = &r;
+  ring_creates_begun = 0;
   auto a = std::async(std::launch::async, [&r] { return r.get_backend("ring_a").device_count(); });
   auto b = std::async(std::launch::async, [&r] { return r.get_backend("ring_b").device_count(); });
   const bool finished = a.wait_for(std::chrono::seconds(20)) == std::future_status::ready &&

@@ -1671,8 +1671,12 @@ TEST_CASE("hostile: a callable sink is not called after close() gave up on the d
   for (int i = 0; i < 2000 && ch.stats().write_errors == 0; ++i) std::this_thread::sleep_for(1ms);
   std::this_thread::sleep_for(100ms);
   CHECK(after == 0);
-  CHECK(ch.stats().write_errors == 1);
-  CHECK(ch.stats().lines == (two_lines ? 1u : 2u));
+  // cpu:1's line counts in write_errors once its reader waited for the sink; in lost_at_close where,
+  // late on a loaded machine, that reader had not read it when close() gave up.
+  const std::uint64_t unread = two_lines ? 0 : rx->stats().devices[1].lost_at_close;
+  CHECK(unread <= 1);
+  CHECK(ch.stats().write_errors + unread == 1);
+  CHECK(ch.stats().lines + unread == (two_lines ? 1u : 2u));
   rx.reset();
   devtap::set_log_sink({});
 }

@@ -398,7 +398,7 @@ TEST_CASE("a reader that close() let go, once its consumer's end returned, no lo
   rx.outfeed(*d0).tap(point, 1);
   CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
   REQUIRE(devtap_test::eventually([&] { return ended.load(); }, 5s));
-  std::this_thread::sleep_for(200ms);  // (the reader's last steps after the coroutine returned)
+  std::this_thread::sleep_for(1s);  // (the reader's last steps after the coroutine returned; no public signal marks them)
   cpus.reset();  // rx, closed, is still there: its state too
   CHECK_FALSE(log.has("is kept until the process exits"));
 }
@@ -735,7 +735,10 @@ TEST_CASE("close() waits for the work of a device whose stream stopped early, an
       rx.close();
       FAIL("close() did not time out");
     } catch (const devtap::timeout_error& e) {
-      CHECK(e.devices() == std::vector<std::string>{"cpu:0", "cpu:1"});
+      // cpu:1 is named when its work ended in the grace, not when it ended before the deadline (a
+      // late start of close() on a loaded machine); either way what is named is described.
+      REQUIRE_FALSE(e.devices().empty());
+      CHECK(e.devices().front() == "cpu:0");
       for (const auto& name : e.devices()) CHECK_THAT(e.what(), Catch::Contains(name + " ("));
     }
     release.set_value();

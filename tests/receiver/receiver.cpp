@@ -692,12 +692,19 @@ TEST_CASE("after a close() timeout with a full ring, the cpu device runs later w
   auto* dev = cpus.cpu_devices()[0];
   // Owned by the consumer: the abandoned reader still calls it after this test's scope (issue 11).
   auto release_consumer = std::make_shared<std::latch>(1);
+  auto entered = std::make_shared<std::atomic<bool>>(false);
   {
     devtap::receiver rx({.devices = all(cpus), .budget_bytes = 512, .close_timeout = 100ms});
-    auto point = rx.attach<std::uint64_t>([release_consumer](const std::uint64_t&) { release_consumer->wait(); });
+    auto point = rx.attach<std::uint64_t>([release_consumer, entered](const std::uint64_t&) {
+      *entered = true;
+      release_consumer->wait();
+    });
     auto work = dev->submit([&](devtap::cpu_context& ctx) {
       for (std::uint64_t i = 0; i < 1000; ++i) ctx.tap(point, i);  // blocks once the ring is full
     });
+    // The reader is inside the consumer before close() starts (else, late on a loaded machine, it
+    // could stop idle and close() would say "0 records not delivered").
+    REQUIRE(devtap_test::eventually([&] { return entered->load(); }));
     // The consumer is blocked on the latch: its reader cannot have exited.
     CHECK_THROWS_WITH(rx.close(), Catch::Equals("devtap: receiver 'receiver': close() timed out after 100 ms; devices that "
                                                 "did not finish: cpu:0 (its reader has not stopped yet: a consumer call, or a "

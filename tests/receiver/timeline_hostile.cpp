@@ -1614,7 +1614,7 @@ TEST_CASE("hostile merged: a reader close() gave up on still hands the merged co
   std::atomic<bool> release{false}, blocked{false};
   std::mutex m;
   std::vector<int> got;
-  int ends = 0;
+  std::atomic<int> ends{0};
   devtap::receiver rx({.devices = all(cpus), .close_timeout = 200ms, .timestamps = true, .merge_lag = 60s});
   auto p = rx.attach<int>(
       [&](devtap::inbox<int> in) -> devtap::consumer<int> {
@@ -1636,14 +1636,19 @@ TEST_CASE("hostile merged: a reader close() gave up on still hands the merged co
   });
   cpus.cpu_devices()[1]->run([&](devtap::cpu_context& ctx) { ctx.tap(p, 100); });
   while (!blocked) std::this_thread::sleep_for(1ms);
-  // Released after close() gave up on cpu:0 (200 ms), before it gives up on the merged consumer.
+  // Released once close() gave up on cpu:0 (its ring reached ring_reader_gone: abandon), before it
+  // gives up on the merged consumer; a fixed sleep raced close()'s own start on a loaded machine.
+  // The ring stays mapped: its reader is stuck.
+  const devtap::detail::ring_view ring0 = rx.outfeed(*cpus.cpu_devices()[0]).ring();
   std::thread releaser([&] {
-    std::this_thread::sleep_for(260ms);
+    eventually([&] {
+      return std::atomic_ref<std::uint32_t>(ring0.consumer->closed).load() == devtap::detail::ring_reader_gone;
+    }, 10s);
     release = true;
   });
   CHECK_THROWS_AS(rx.close(), devtap::timeout_error);
   releaser.join();
-  std::this_thread::sleep_for(200ms);
+  eventually([&] { return ends != 0; }, 10s);
   std::lock_guard lock(m);
   CHECK(got == std::vector<int>{0, 1, 2, 3, 100});
   CHECK(ends == 1);
