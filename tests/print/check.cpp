@@ -25,6 +25,10 @@ using namespace devtap::detail;
 constexpr print_check check(std::string_view f, std::initializer_list<std::uint32_t> descs) {
   return check_print_format(f.data(), f.size(), descs.begin(), descs.size()).code;
 }
+// The arguments an accepted format uses as a dynamic width or precision (bit a: argument a).
+constexpr std::uint64_t width_arguments(std::string_view f, std::initializer_list<std::uint32_t> descs) {
+  return check_print_format(f.data(), f.size(), descs.begin(), descs.size()).width_arguments;
+}
 
 constexpr std::uint32_t i32 = print_desc(print_kind::i32, print_form::scalar);
 constexpr std::uint32_t f64 = print_desc(print_kind::f64, print_form::scalar);
@@ -137,6 +141,15 @@ TEST_CASE("format-level errors") {
   STATIC_REQUIRE(check("{::}<5}", {print_desc(print_kind::i32, print_form::span)}) != print_check::ok);
   STATIC_REQUIRE(check("{:n:}>4}", {print_desc(print_kind::i32, print_form::span)}) != print_check::ok);
   STATIC_REQUIRE(check("{:}<5}", {i32}) == print_check::ok);
+}
+
+TEST_CASE("the checker names the arguments used as a dynamic width or precision") {
+  STATIC_REQUIRE(width_arguments("{} {:5.2f}", {i32, f64}) == 0);
+  STATIC_REQUIRE(width_arguments("{:{}}", {i32, i32}) == 0b10);
+  STATIC_REQUIRE(width_arguments("{:{}.{}f}", {f64, i32, i32}) == 0b110);
+  STATIC_REQUIRE(width_arguments("{1:{0}} {1:{2}}", {i32, i32, i32}) == 0b101);
+  STATIC_REQUIRE(width_arguments("{::{}}", {print_desc(print_kind::i32, print_form::span), i32}) == 0b10);
+  STATIC_REQUIRE(width_arguments("{{:{}}} {}", {i32}) == 0);  // escaped braces are text
 }
 
 TEST_CASE("format-level cases agree with fmt too") {

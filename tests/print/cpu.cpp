@@ -185,6 +185,49 @@ TEST_CASE("a spec {fmt} refuses at run time is an error line, not a crash; print
   CHECK(ch.stats().lines == 3);
 }
 
+TEST_CASE("a dynamic width or precision above the limit is an error line, not a line of gigabytes") {
+  captured cap;
+  devtap::cpu_client cpus(1);
+  devtap::receiver rx({.devices = all(cpus)});
+  auto ch = devtap::attach_print(rx, {.sink = cap.sink()});
+  constexpr std::uint64_t limit = devtap::detail::print_max_width;
+  cpus.cpu_devices()[0]->run([&](devtap::cpu_context& ctx) {
+    devtap::printer out(ctx, ch);
+    devtap::print<"[{:{}}]">(out, 'x', limit);               // at the limit: formatted
+    devtap::print<"[{:{}}]">(out, 'x', limit + 1);           // one above
+    devtap::print<"[{:{}}]">(out, 7, std::int32_t{2147483647});  // an uninitialised variable, say
+    devtap::print<"[{:{}}]">(out, 7, ~std::uint64_t{0});
+    devtap::print<"[{:.{}f}]">(out, 1.5, std::int64_t{1} << 40);  // a precision
+    devtap::print<"[{1:{0}}]">(out, std::uint32_t{1u << 31}, 3);  // a manual index names the width
+    const int xs[2] = {1, 2};
+    devtap::print<"{::>{}}">(out, xs, std::uint16_t{65535});  // a range element's width, below the limit
+    devtap::print<"{::>{}}">(out, xs, std::int64_t{limit} * 2);
+    devtap::print<"[{:{}}]">(out, 42, std::int8_t{-1});  // negative: {fmt}'s own error, as before
+    devtap::print<"[{:{}}]">(out, 42, std::uint8_t{255});
+    devtap::print<"after">(out);
+  });
+  rx.close();
+  REQUIRE(cap.lines.size() == 11);
+  CHECK(cap.lines[0].size() == limit + 2);
+  CHECK(cap.lines[0].front() == '[');
+  CHECK(cap.lines[0][1] == 'x');
+  const std::string above = "is above devtap::print's limit of " + std::to_string(limit);
+  CHECK(cap.lines[1] == "devtap::print: cannot format \"[{:{}}]\": width or precision " + std::to_string(limit + 1) + " " +
+                           above + "; arguments: x, " + std::to_string(limit + 1));
+  CHECK(cap.lines[2] == "devtap::print: cannot format \"[{:{}}]\": width or precision 2147483647 " + above +
+                           "; arguments: 7, 2147483647");
+  CHECK(cap.lines[3].find("width or precision 18446744073709551615 " + above) != std::string::npos);
+  CHECK(cap.lines[4].find("width or precision 1099511627776 " + above) != std::string::npos);
+  CHECK(cap.lines[5].find("width or precision 2147483648 " + above) != std::string::npos);
+  CHECK(cap.lines[6].size() == 2 * 65535 + 4);
+  CHECK(cap.lines[7].find("width or precision " + std::to_string(limit * 2) + " " + above) != std::string::npos);
+  CHECK(cap.lines[8] == "devtap::print: cannot format \"[{:{}}]\": negative width; arguments: 42, -1");
+  CHECK(cap.lines[9].size() == 257);
+  CHECK(cap.lines[10] == "after");
+  CHECK(ch.stats().format_errors == 7);
+  CHECK(ch.stats().lines == 11);
+}
+
 TEST_CASE("two printers on one receiver, and printing next to other taps") {
   devtap::cpu_client cpus(1);
   captured a, b;

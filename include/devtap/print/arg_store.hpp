@@ -11,6 +11,7 @@
 #include <fmt/args.h>
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -127,6 +128,21 @@ private:
   std::vector<print_range> ranges_;
   std::vector<print_range> span_data_;
 };
+
+// Refuses a dynamic width or precision above print_max_width as {fmt} refuses a negative one: by
+// throwing before a byte of the line is built (the formatter's one error path makes the error line).
+inline void print_check_widths(const print_format_def& def, const print_record_view& r) {
+  for (std::uint64_t m = def.check.width_arguments; m != 0; m &= m - 1) {
+    const auto a = static_cast<std::size_t>(std::countr_zero(m));
+    const print_kind k = desc_kind(def.descs[a]);  // an integer: the checker refuses any other
+    const std::size_t size = print_kind_size(k);
+    std::uint64_t v = 0;
+    std::memcpy(&v, r.args + def.offsets[a], size);  // the host's byte order, as push_value reads it
+    if (k <= print_kind::i64 && (v >> (8 * size - 1)) != 0) continue;  // negative: {fmt}'s own error
+    if (v > print_max_width)
+      throw fmt::format_error(fmt::format("width or precision {} is above devtap::print's limit of {}", v, print_max_width));
+  }
+}
 
 }  // namespace detail
 DEVTAP_END_NAMESPACE

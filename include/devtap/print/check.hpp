@@ -76,7 +76,7 @@ public:
     }
     for (std::size_t a = 0; a < nargs_; ++a)
       if ((used_ & (std::uint64_t{1} << a)) == 0) return {print_check::unused_argument, static_cast<std::uint32_t>(n_), static_cast<std::uint32_t>(a)};
-    return {};
+    return {print_check::ok, 0, 0, width_arguments_};
   }
 
 private:
@@ -172,6 +172,7 @@ private:
     const std::uint32_t d = descs_[ref];
     if (desc_form(d) != print_form::scalar || !print_is_int_kind(desc_kind(d)))
       return fail(print_check::width_not_integer, i, ref);
+    width_arguments_ |= std::uint64_t{1} << ref;
     return true;
   }
 
@@ -264,6 +265,7 @@ private:
   bool automatic_ = false, manual_ = false, in_range_ = false;
   std::size_t next_ = 0;
   std::uint64_t used_ = 0;
+  std::uint64_t width_arguments_ = 0;
   print_check_result result_{};
 };
 

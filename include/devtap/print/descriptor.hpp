@@ -28,6 +28,9 @@ enum class print_form : std::uint8_t { scalar = 0, array = 1, span = 2 };
 inline constexpr std::uint32_t print_max_extent = 1u << 22;
 // Most arguments one print takes.
 inline constexpr std::size_t print_max_args = 64;
+// Largest dynamic width or precision a line is built with: a larger one (an uninitialised variable,
+// say) makes an error line instead of a line of up to 2 GiB on the reader's thread.
+inline constexpr std::uint64_t print_max_width = std::uint64_t{1} << 20;
 
 // An argument descriptor: kind | form << 8 | extent << 10 (extent: arrays only). The 22-bit field
 // holds an array's extent modulo 1 << 22: no array is empty, so 0 stands for print_max_extent, and

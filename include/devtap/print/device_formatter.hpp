@@ -193,6 +193,7 @@ private:
     begin_line(dev);
     const std::size_t message_at = line_.size();
     try {
+      print_check_widths(*def, r);
       fmt::vformat_to(fmt::appender(line_), fmt::string_view(def->text), args_.args());
     } catch (const std::exception& e) {
       line_.resize(message_at);

@@ -55,6 +55,7 @@ struct print_check_result {
   print_check code = print_check::ok;
   std::uint32_t offset = 0;    // where in the format
   std::uint32_t argument = 0;  // which argument, where one is concerned
+  std::uint64_t width_arguments = 0;  // of an accepted format: bit a set when argument a is a dynamic width or precision
 };
 
 #define DEVTAP_PRINT_REJECTION_TEXT(code, message) \
