@@ -301,6 +301,9 @@ private:
   // included (docs/print.md, Lines).
   void write_file(std::FILE* f) {
     std::unique_lock lock(state_->sink_mutex);  // the FILE's buffer holds other devices' lines too
+    // The FILE's own lock too, so that other threads writing to it (printf to stdout) cannot move
+    // its buffer between the write and the look at what is pending (__fpending takes no lock).
+    ::flockfile(f);
     const bool had_error = std::ferror(f) != 0;
     state_->unflushed_lines.push_back(line_.size());
     state_->unflushed_bytes += line_.size();
@@ -308,6 +311,7 @@ private:
     if (ok && state_->options.flush_each_line) ok = flush_locked(f);
     const std::uint64_t lost = ok ? 0 : take_unflushed();
     if (ok) forget_written(f);
+    ::funlockfile(f);
     lock.unlock();
     add(counters_->write_errors, lost);
   }
