@@ -11,6 +11,8 @@
 #include <future>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -142,6 +144,61 @@ TEST_CASE("a factory whose client lists a null device is a recorded failure, wit
   CHECK(r.backend_errors().at("holes") == "create() returned a client whose local_devices() holds a null device");
   CHECK_THROWS_WITH(r.get_backend("holes"), "Unable to initialize backend 'holes': create() returned a client whose "
                                             "local_devices() holds a null device");
+}
+
+TEST_CASE("a factory whose client lists a device twice, or that fails with control bytes and megabytes, is quoted safely", "[registry]") {
+  using twice = test_backend<"twice", 50, false, 2, behaviour::device_twice>;
+  using loud = test_backend<"loud", 40, false, 1, behaviour::fail_loudly>;
+  using cpu = test_backend<"cpu", 0, true>;
+  const log_capture quiet;  // (the fallback's warning)
+  devtap::registry<twice, loud, cpu> r{""};
+  CHECK(r.default_backend() == "cpu");  // (a receiver on every device used to blame its user's list)
+  CHECK(r.backend_errors().at("twice") == "create() returned a client whose local_devices() lists device 'twice:0' twice");
+  const std::string failure = r.backend_errors().at("loud");
+  CHECK(failure.find('\x1b') == std::string::npos);  // it would have cleared the terminal in every error and log line
+  CHECK_THAT(failure, Catch::StartsWith("\\x1b[2Jxxx") && Catch::Contains("100004 bytes"));
+  CHECK(failure.size() < 2100);
+  CHECK_THROWS_WITH(r.get_backend("loud"), Catch::StartsWith("Unable to initialize backend 'loud': \\x1b[2Jxxx"));
+}
+
+TEST_CASE("a log sink that asks for a backend another thread is starting is told, never waits for it", "[registry][log]") {
+  // The other thread's start-up line waits for the sink's lock, so a sink that waited for that
+  // start waited for ever (hostile helper, session 39).
+  using first = test_backend<"sink_first", 2>;
+  using second = test_backend<"sink_second", 1>;
+  devtap::registry<first, second> r{""};
+  const auto before = devtap::get_log_level();
+  devtap::set_log_level(log_level::debug);
+  std::future<std::size_t> other;
+  std::vector<std::string> told;
+  devtap::set_log_sink([&](log_level, std::string_view line) {
+    if (line != "Initializing backend 'sink_first'") return;
+    other = std::async(std::launch::async, [&r] { return r.device_count("sink_second"); });
+    // Let the other thread take sink_second's start on, up to its line, which waits for this sink.
+    // Should it come later, this sink starts sink_second itself and the test passes without the race.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    try {
+      told.emplace_back(std::to_string(r.devices("sink_second").size()));
+    } catch (const backend_error& e) {
+      told.emplace_back(e.what());
+    }
+  });
+  auto mine = std::async(std::launch::async, [&r] { return r.device_count("sink_first"); });
+  const bool finished = mine.wait_for(std::chrono::seconds(20)) == std::future_status::ready && other.valid() &&
+                        other.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!finished) {  // the futures' destructors would hang too: the hang is the failure
+    std::fprintf(stderr, "a log sink waited for a backend whose start-up line waits for the sink\n");
+    std::_Exit(1);
+  }
+  devtap::set_log_sink({});
+  devtap::set_log_level(before);
+  CHECK(mine.get() == 1);
+  CHECK(other.get() == 1);
+  REQUIRE(told.size() == 1);
+  if (told[0] != "1")
+    CHECK(told[0] == "Backend 'sink_second' was asked for from a log sink while another thread starts it, whose start-up "
+                     "lines wait for the sink");
+  CHECK(second::creates == 1);
 }
 
 TEST_CASE("16 threads racing get_backend create exactly one client", "[registry][threads]") {

@@ -40,12 +40,13 @@ public:
 
 class fake_client final : public devtap::client {
 public:
-  fake_client(std::string_view platform, int devices, bool null_device = false) : platform_(platform) {
+  fake_client(std::string_view platform, int devices, bool null_device = false, bool twice = false) : platform_(platform) {
     for (int i = 0; i < devices; ++i) {
       owned_.push_back(std::make_unique<fake_device>(i, platform));
       views_.push_back(owned_.back().get());
     }
     if (null_device) views_.push_back(nullptr);  // a backend's mistake
+    if (twice) views_.push_back(views_.front());  // another one
   }
   std::string_view platform() const noexcept override { return platform_; }
   int process_index() const noexcept override { return 0; }
@@ -57,11 +58,12 @@ private:
   std::vector<devtap::device*> views_;
 };
 
-enum class behaviour { ok, fail, null, slow, logs, null_device };
+enum class behaviour { ok, fail, null, slow, logs, null_device, device_twice, fail_loudly };
 
 /** A backend named `Name` with `Devices` devices; `How` makes create() throw, return null, sleep,
- * log "create() of <name> runs" at debug level (to see what was logged before it), or return a
- * client whose device list holds a null device too. */
+ * log "create() of <name> runs" at debug level (to see what was logged before it), return a
+ * client whose device list holds a null device too or its first device twice, or throw a message
+ * of 100 004 bytes that clears the terminal. */
 template <fixed_string Name, int Priority, bool Required = false, int Devices = 1, behaviour How = behaviour::ok>
 struct test_backend {
   static constexpr std::string_view name = Name.view();
@@ -72,10 +74,11 @@ struct test_backend {
   static std::unique_ptr<devtap::client> create() {
     creates.fetch_add(1);
     if constexpr (How == behaviour::fail) throw std::runtime_error("boom: " + std::string(name));
+    if constexpr (How == behaviour::fail_loudly) throw std::runtime_error("\x1b[2J" + std::string(100000, 'x'));
     if constexpr (How == behaviour::null) return nullptr;
     if constexpr (How == behaviour::slow) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if constexpr (How == behaviour::logs) devtap::log(devtap::log_level::debug, "create() of {} runs", name);
-    return std::make_unique<fake_client>(name, Devices, How == behaviour::null_device);
+    return std::make_unique<fake_client>(name, Devices, How == behaviour::null_device, How == behaviour::device_twice);
   }
 };
 

@@ -2,10 +2,12 @@
 /** `device` and `client`: what every backend provides, whatever it runs on. */
 #include <devtap/backend/process.hpp>
 #include <devtap/config.hpp>
+#include <devtap/detail/text.hpp>
 #include <devtap/errors.hpp>
 #include <devtap/fwd.hpp>
 #include <devtap/log.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -166,6 +168,17 @@ void keep_devices_until_exit(std::vector<std::unique_ptr<Device>>& devices) {
   std::lock_guard lock(*mutex);
   for (auto& d : devices) kept->push_back(std::move(d));
   devices.clear();
+}
+
+/** What makes a backend's device list unusable (a null device, one listed twice), or "" when
+ *  nothing does: the registry refuses such a client, which receivers would otherwise blame on the
+ *  user's list. */
+inline std::string devices_defect(std::span<device* const> devs) {
+  std::vector<const device*> sorted(devs.begin(), devs.end());
+  std::sort(sorted.begin(), sorted.end(), std::less<>());
+  if (!sorted.empty() && sorted.front() == nullptr) return "holds a null device";
+  const auto same = std::adjacent_find(sorted.begin(), sorted.end());
+  return same == sorted.end() ? std::string() : "lists device '" + printable((*same)->name()) + "' twice";
 }
 }  // namespace detail
 

@@ -30,7 +30,8 @@ public:
       const std::thread::id by = owner(slot);
       if (by == self) return ring;
       const auto latest = std::find_if(waits_.rbegin(), waits_.rend(), [by](const auto& w) { return w.first == by; });
-      if (by == std::thread::id() || latest == waits_.rend()) break;  // its owner runs: no ring
+      // its owner runs (the wait it registered before taking the create() on is for this slot): no ring
+      if (by == std::thread::id() || latest == waits_.rend() || latest->second == slot) break;
       slot = latest->second;
       ring.push_back(slot);
     }

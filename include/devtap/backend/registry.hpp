@@ -18,7 +18,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,11 +28,10 @@
 DEVTAP_BEGIN_NAMESPACE
 
 /** The backends `B...`, sorted by priority at compile time, each created lazily and at most once.
- *
  * Nothing runs at construction but parsing the platforms list: a backend's `create()` is first
  * called by `get_backend(name)` (that backend only) or `backends()` (all of them). The outcome of
- * `create()` — a client or the error text — is kept for the registry's lifetime.
- * Thread-safe; not copyable or movable. */
+ * `create()` — a client or the error text — is kept for the registry's lifetime. Thread-safe; not
+ * copyable or movable. */
 template <class... B>
 class registry {
   static_assert(sizeof...(B) > 0, "devtap::registry needs at least one backend");
@@ -229,7 +227,7 @@ public:
 
 private:
   struct slot {
-    std::once_flag once;
+    std::atomic<bool> claimed{false};   // a thread has taken create() on (ensure)
     std::atomic<bool> done{false};      // set (release) when instance/error are final
     std::atomic<std::thread::id> initialising{};  // the thread running create(), until it is done
     std::unique_ptr<client> instance;   // null: failed, see error
@@ -322,9 +320,8 @@ private:
   slot& ensure(std::size_t index) {
     slot& s = slots_[index];
     if (s.done.load(std::memory_order_acquire)) return s;
-    // Asked again by its own create(), or by a log sink that create()'s log lines reach, or by a
-    // create() another thread runs that waits for this one: call_once would wait for itself. (A
-    // create() that waits for another thread by other means than asking for it still hangs.)
+    // Asked by its own create() (or a log sink its lines reach), or by another thread's create()
+    // that it waits for, it would wait for itself. (A wait by other means still hangs.)
     if (const auto ring = waits_.start(index, [this](std::size_t i) { return slots_[i].initialising.load(std::memory_order_relaxed); });
         ring.size() == 1)
       throw backend_error(detail::format_message(
@@ -335,9 +332,19 @@ private:
           "Backend '{}' was asked for during its own initialisation, by the create() of backend{} {} on another thread, "
           "which it waits for: their create()s ask for each other", entries_[index].name, ring.size() > 2 ? "s" : "",
           detail::join(std::span(ring).subspan(1), [](std::size_t i) { return "'" + std::string(entries_[i].name) + "'"; })));
-    // The callable never throws: libstdc++'s call_once can hang other waiters after a throwing
-    // callable (the reason PyTorch wrote its own). The outcome is stored instead.
-    std::call_once(s.once, [this, index, &s]() noexcept { initialise(index, s); });
+    // Once, as call_once, but never waited for from a log sink: another thread's create() logs its
+    // start-up lines, which wait for the sink. (initialise() stores its outcome, never throws.)
+    if (bool no = false; s.claimed.compare_exchange_strong(no, true, std::memory_order_acq_rel)) {
+      initialise(index, s);
+      s.done.notify_all();
+    } else if (!s.done.load(std::memory_order_acquire)) {
+      if (detail::inside_log_sink()) {
+        waits_.done();
+        throw backend_error(detail::format_message("Backend '{}' was asked for from a log sink while another thread "
+                                                   "starts it, whose start-up lines wait for the sink", entries_[index].name));
+      }
+      s.done.wait(false, std::memory_order_acquire);  // partner: initialise's release store, then notify_all
+    }
     waits_.done();
     return s;
   }
@@ -352,11 +359,12 @@ private:
     try {
       s.instance = entries_[index].create();
       if (!s.instance) s.error = "create() returned no client";
-      else if (const auto devs = s.instance->local_devices(); std::find(devs.begin(), devs.end(), nullptr) != devs.end())
-        throw backend_error("create() returned a client whose local_devices() holds a null device");
+      else if (const std::string defect = detail::devices_defect(s.instance->local_devices()); !defect.empty())
+        throw backend_error("create() returned a client whose local_devices() " + defect);
     } catch (const std::exception& e) {
       s.instance.reset();
-      s.error = *detail::message_of(e) != '\0' ? detail::message_of(e) : "unknown error";
+      // Quoted as outside text is (escapes, megabytes): it goes into every later error about it.
+      s.error = *detail::message_of(e) != '\0' ? detail::printable(detail::message_of(e), false, 2000) : "unknown error";
     } catch (...) {
       s.instance.reset();
       s.error = "unknown exception";
@@ -384,8 +392,7 @@ private:
   bool restricted_ = false;             // a platforms list was given
   std::string platforms_;               // its text, for messages
   std::string config_error_;            // the first unknown or repeated name in the platforms list
-  std::atomic<bool> cpu_requested_{false};
-  std::atomic<bool> warned_{false};
+  std::atomic<bool> cpu_requested_{false}, warned_{false};
   std::atomic<bool> destroying_{false};  // ~registry() has begun: see call_guard
   mutable std::atomic<int> in_flight_{0};  // calls under way (call_guard)
 };
