@@ -1240,6 +1240,49 @@ TEST_CASE("replay: a header naming more than 65536 devices is refused; 65536 are
   CHECK(rp.devices().size() == devtap::detail::max_recorded_devices);
 }
 
+TEST_CASE("replay: a sparse file claiming a huge chunk or header, or a chunk of zeros, is damage with its size named") {
+  // A size is checked against the file's, and `truncate` makes a file of any size in a few blocks:
+  // what it claims beyond memory is refused as damage, not std::bad_alloc (or a crash)
+  temp_file file("sparse");
+  const handmade_recording rec = handmade_recording::with_devices(1);  // v1: no end chunk needed
+  const auto sparse = [&](const std::string& head, std::uint64_t claimed) {
+    write_all(file.path, head);
+    REQUIRE(::truncate(file.path.c_str(), static_cast<off_t>(head.size() + claimed)) == 0);
+  };
+  const auto refusal = [&]() -> std::string {
+    try {
+      devtap::replay rp(file.path);
+      (void)rp.run();
+      return "opened and ran";
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+  };
+  if (allocations_limited) {  // the guard fails an allocation above 1 GiB as a full memory would
+    const std::uint64_t huge = std::uint64_t{2} << 30;
+    handmade_recording chunk;  // a records chunk of device 0 claiming 2 GiB
+    chunk.u32_pair(3, 0);
+    chunk.u64(huge);
+    sparse(rec.bytes + chunk.bytes, huge);
+    std::string what = refusal();
+    CHECK_THAT(what, Catch::Matchers::Contains("a chunk of 2147483648 bytes, more than this process can hold in memory") &&
+                         Catch::Matchers::Contains("chunk at byte " + std::to_string(rec.bytes.size())));
+    std::string header = rec.bytes.substr(0, 32);  // the header's own size claims 2 GiB
+    std::memcpy(header.data() + 24, &huge, 8);
+    sparse(header, huge);
+    what = refusal();
+    CHECK_THAT(what, Catch::Matchers::Contains("a header of 2147483648 bytes, more than this process can hold in memory"));
+  }
+  // Below the limit the claim is read: zeros where entries were are damage, not markers of kind 0
+  for (const std::uint64_t zeros : {std::uint64_t{32}, std::uint64_t{1} << 20}) {
+    handmade_recording chunk;
+    chunk.u32_pair(3, 0);
+    chunk.u64(zeros);
+    sparse(rec.bytes + chunk.bytes, zeros);
+    CHECK_THAT(refusal(), Catch::Matchers::Contains("a marker of kind 0, which no writer makes"));
+  }
+}
+
 TEST_CASE("replay: a file of many point definitions opens with the first definition of each id") {
   temp_file file("points");
   handmade_recording rec = handmade_recording::with_devices(1);

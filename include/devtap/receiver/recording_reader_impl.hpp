@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -109,7 +110,13 @@ DEVTAP_FUNC void recording_reader::open_file() {
   }
   origin_ns_ = sizes[0];
   entries_at_ = 32 + sizes[1];
-  opened_header_.resize(entries_at_);
+  // The size was checked against the file's, but a sparse file holds any size in a few blocks.
+  try {
+    opened_header_.resize(entries_at_);
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error("devtap: recording '" + path_ + "': a header of " + std::to_string(sizes[1]) +
+                             " bytes, more than this process can hold in memory (a damaged or sparse file)");
+  }
   if (std::fread(opened_header_.data() + 32, 1, sizes[1], file_) != sizes[1]) {
     throw std::runtime_error("devtap: recording '" + path_ + "': truncated header");
   }
@@ -234,7 +241,11 @@ DEVTAP_FUNC bool recording_reader::next_chunk(chunk_header& h) {
     cut_at_ = chunk_offset_;
     return false;
   }
-  body_.resize(h.body_bytes / 8);
+  try {
+    body_.resize(h.body_bytes / 8);
+  } catch (const std::bad_alloc&) {  // checked against the file's size, which a sparse file fakes
+    fail("a chunk of " + std::to_string(h.body_bytes) + " bytes, more than this process can hold in memory (a damaged or sparse file)");
+  }
   if (std::fread(body_.data(), 1, h.body_bytes, file_) != h.body_bytes) {
     if (opened_) changed();
     fail("truncated chunk (the recording was cut short)");
@@ -313,6 +324,7 @@ DEVTAP_FUNC void recording_reader::read_entry(recorded_entry& e) {
   if (word == recorded_marker_word) {
     e.stamp.time_ns = r.get<std::uint64_t>();
     const auto kind = r.get<std::uint32_t>();
+    if (r.ok && kind == 0) fail("a marker of kind 0, which no writer makes (zeros where entries were: a damaged or sparse file)");
     e.is_line = kind == recorded_line_kind;
     e.is_marker = !e.is_line;
     e.marker = static_cast<marker_kind>(kind);
