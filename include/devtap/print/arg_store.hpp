@@ -139,7 +139,7 @@ inline void print_check_widths(const print_format_def& def, const print_record_v
     std::uint64_t v = 0;
     std::memcpy(&v, r.args + def.offsets[a], size);  // the host's byte order, as push_value reads it
     if (k <= print_kind::i64 && (v >> (8 * size - 1)) != 0) continue;  // negative: {fmt}'s own error
-    if (v > print_max_width)
+    if (v > print_max_width && v <= 2147483647)  // above INT_MAX {fmt} refuses it first: "number is too big"
       throw fmt::format_error(fmt::format("width or precision {} is above devtap::print's limit of {}", v, print_max_width));
   }
 }
