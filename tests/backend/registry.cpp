@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -690,6 +691,67 @@ std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view 
 
 // Before, each thread waited in call_once for the backend the other initialised, for ever (hostile
 // helper, session 35): one of them is now told, and both backends start.
+namespace {
+struct cross_a;
+struct cross_b;
+devtap::registry<cross_a>* cross_registry_a = nullptr;
+devtap::registry<cross_b>* cross_registry_b = nullptr;
+std::atomic<int> cross_creates_begun{0};
+std::mutex cross_refusals_mutex;
+std::vector<std::string> cross_refusals;
+/** Asks the other registry for the other backend once both create()s have begun. */
+template <class Registry>
+std::unique_ptr<devtap::client> ask_across(std::string_view self, Registry* other, std::string_view other_name) {
+  ++cross_creates_begun;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (cross_creates_begun < 2 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    (void)other->get_backend(other_name);
+  } catch (const backend_error& e) {
+    std::lock_guard lock(cross_refusals_mutex);
+    cross_refusals.emplace_back(e.what());
+  }
+  return std::make_unique<fake_client>(self, 1);
+}
+struct cross_a {
+  static constexpr std::string_view name = "cross_a";
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create();
+};
+struct cross_b {
+  static constexpr std::string_view name = "cross_b";
+  static constexpr int priority = 0;
+  static constexpr bool required = false;
+  static std::unique_ptr<devtap::client> create();
+};
+std::unique_ptr<devtap::client> cross_a::create() { return ask_across(name, cross_registry_b, "cross_b"); }
+std::unique_ptr<devtap::client> cross_b::create() { return ask_across(name, cross_registry_a, "cross_a"); }
+}  // namespace
+
+// Each registry saw only its own waits, so the two threads waited for each other for ever (hostile
+// helper, session 39): the waits are the process's now.
+TEST_CASE("two registries whose create()s ask each other's, on two threads, do not wait for each other", "[registry][threads]") {
+  devtap::registry<cross_a> a{""};
+  devtap::registry<cross_b> b{""};
+  cross_registry_a = &a;
+  cross_registry_b = &b;
+  auto fa = std::async(std::launch::async, [&a] { return a.get_backend("cross_a").device_count(); });
+  auto fb = std::async(std::launch::async, [&b] { return b.get_backend("cross_b").device_count(); });
+  const bool finished = fa.wait_for(std::chrono::seconds(20)) == std::future_status::ready &&
+                        fb.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  if (!finished) {  // the futures' destructors would hang too: the hang is the failure
+    std::fprintf(stderr, "two registries' create()s waited for each other\n");
+    std::_Exit(1);
+  }
+  CHECK(fa.get() == 1);
+  CHECK(fb.get() == 1);
+  REQUIRE(cross_refusals.size() == 1);
+  CHECK_THAT(cross_refusals[0], Catch::Contains("was asked for during its own initialisation, by the create() of backend 'cross_") &&
+                                    Catch::Contains("on another thread, which it waits for: their create()s ask for each other"));
+}
+
 TEST_CASE("a platforms list's control and non-ASCII bytes are shown as \\xNN in its errors", "[registry][platforms]") {
   devtap::registry<test_backend<"plain", 0>> bad{"plain,\x01"};
   CHECK_THROWS_WITH(bad.backends(), "Unknown backend '\\x01' in DEVTAP_PLATFORMS='plain,\\x01' (known: plain)");

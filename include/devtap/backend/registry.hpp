@@ -321,9 +321,9 @@ private:
     slot& s = slots_[index];
     if (s.done.load(std::memory_order_acquire)) return s;
     // Asked by its own create() (or a log sink its lines reach), or by another thread's create()
-    // that it waits for, it would wait for itself. (A wait by other means still hangs.)
-    if (const auto ring = waits_.start(index, [this](std::size_t i) { return slots_[i].initialising.load(std::memory_order_relaxed); });
-        ring.size() == 1)
+    // that it waits for (through any registry), it would wait for itself. (By other means: hangs.)
+    auto& waits = detail::init_waits::process();
+    if (const auto ring = waits.start({&s.initialising, entries_[index].name}); ring.size() == 1)
       throw backend_error(detail::format_message(
           "Backend '{}' was asked for during its own initialisation (from its create(), or a log sink it logged to)",
           entries_[index].name));
@@ -331,7 +331,7 @@ private:
       throw backend_error(detail::format_message(
           "Backend '{}' was asked for during its own initialisation, by the create() of backend{} {} on another thread, "
           "which it waits for: their create()s ask for each other", entries_[index].name, ring.size() > 2 ? "s" : "",
-          detail::join(std::span(ring).subspan(1), [](std::size_t i) { return "'" + std::string(entries_[i].name) + "'"; })));
+          detail::join(std::span(ring).subspan(1), [](std::string_view n) { return "'" + std::string(n) + "'"; })));
     // Once, as call_once, but never waited for from a log sink: another thread's create() logs its
     // start-up lines, which wait for the sink. (initialise() stores its outcome, never throws.)
     if (bool no = false; s.claimed.compare_exchange_strong(no, true, std::memory_order_acq_rel)) {
@@ -339,13 +339,13 @@ private:
       s.done.notify_all();
     } else if (!s.done.load(std::memory_order_acquire)) {
       if (detail::inside_log_sink()) {
-        waits_.done();
+        waits.done();
         throw backend_error(detail::format_message("Backend '{}' was asked for from a log sink while another thread "
                                                    "starts it, whose start-up lines wait for the sink", entries_[index].name));
       }
       s.done.wait(false, std::memory_order_acquire);  // partner: initialise's release store, then notify_all
     }
-    waits_.done();
+    waits.done();
     return s;
   }
 
@@ -387,7 +387,6 @@ private:
   }
 
   std::array<slot, count> slots_;       // by declaration index
-  detail::init_waits waits_;            // threads waiting for a slot's create()
   std::vector<std::size_t> enabled_;    // declaration indices, in the order backends() tries them
   bool restricted_ = false;             // a platforms list was given
   std::string platforms_;               // its text, for messages
