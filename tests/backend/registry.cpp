@@ -653,6 +653,27 @@ TEST_CASE("a registry waits for the calls under way before it destroys a client 
 }
 
 namespace {
+/** Asks `other` for `other_name` once both create()s have begun, so both run at once (a fixed sleep
+ *  let a thread that started late find the other backend already started by the first); keeps
+ *  what it is told. */
+template <class Registry>
+std::unique_ptr<devtap::client> ask_once_both_begun(std::string_view self, Registry* other, std::string_view other_name,
+                                                    std::atomic<int>& begun, std::mutex& told_mutex,
+                                                    std::vector<std::string>& told) {
+  ++begun;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (begun < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    (void)other->get_backend(other_name);
+  } catch (const backend_error& e) {
+    std::lock_guard lock(told_mutex);
+    told.emplace_back(e.what());
+  }
+  return std::make_unique<fake_client>(self, 1);
+}
+}  // namespace
+
+namespace {
 struct ring_a;
 struct ring_b;
 devtap::registry<ring_a, ring_b>* ring_registry = nullptr;
@@ -672,25 +693,11 @@ struct ring_b {
   static constexpr bool required = false;
   static std::unique_ptr<devtap::client> create() { return ask_for(name, "ring_a"); }
 };
-/** Asks for the other backend once both create()s have begun, so both run at once (a fixed sleep
- *  let a thread that started late find the other backend already started by the first). */
 std::unique_ptr<devtap::client> ask_for(std::string_view self, std::string_view other) {
-  ++ring_creates_begun;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ring_creates_begun < 2 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  try {
-    (void)ring_registry->get_backend(other);
-  } catch (const backend_error& e) {
-    std::lock_guard lock(ring_refusals_mutex);
-    ring_refusals.emplace_back(e.what());
-  }
-  return std::make_unique<fake_client>(self, 1);
+  return ask_once_both_begun(self, ring_registry, other, ring_creates_begun, ring_refusals_mutex, ring_refusals);
 }
 }  // namespace
 
-// Before, each thread waited in call_once for the backend the other initialised, for ever (hostile
-// helper, session 35): one of them is now told, and both backends start.
 namespace {
 struct cross_a;
 struct cross_b;
@@ -699,20 +706,9 @@ devtap::registry<cross_b>* cross_registry_b = nullptr;
 std::atomic<int> cross_creates_begun{0};
 std::mutex cross_refusals_mutex;
 std::vector<std::string> cross_refusals;
-/** Asks the other registry for the other backend once both create()s have begun. */
 template <class Registry>
 std::unique_ptr<devtap::client> ask_across(std::string_view self, Registry* other, std::string_view other_name) {
-  ++cross_creates_begun;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (cross_creates_begun < 2 && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  try {
-    (void)other->get_backend(other_name);
-  } catch (const backend_error& e) {
-    std::lock_guard lock(cross_refusals_mutex);
-    cross_refusals.emplace_back(e.what());
-  }
-  return std::make_unique<fake_client>(self, 1);
+  return ask_once_both_begun(self, other, other_name, cross_creates_begun, cross_refusals_mutex, cross_refusals);
 }
 struct cross_a {
   static constexpr std::string_view name = "cross_a";
@@ -761,6 +757,8 @@ TEST_CASE("a platforms list's control and non-ASCII bytes are shown as \\xNN in 
   CHECK_THROWS_WITH(fine.get_backend("\x1b[2J"), Catch::StartsWith("Unknown backend '\\x1b[2J' (known: plain"));
 }
 
+// Before, each thread waited in call_once for the backend the other initialised, for ever (hostile
+// helper, session 35): one of them is now told, and both backends start.
 TEST_CASE("two create()s on two threads that ask for each other's backend do not wait for each other", "[registry][threads]") {
   devtap::registry<ring_a, ring_b> r{""};
   ring_registry = &r;
